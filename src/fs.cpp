@@ -6,6 +6,8 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <stdio.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -125,6 +127,39 @@ public:
         struct stat st;
         return ::stat(path.c_str(), &st) == 0 && (st.st_mode & S_IXUSR);
     }
+
+    bool exchange(const std::string& a, const std::string& b, std::string& error) override {
+        if (::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) != 0) {
+            error = a + " <-> " + b + ": " + std::strerror(errno);
+            return false;
+        }
+        return true;
+    }
+
+    bool lock(const std::string& path, std::string& error) override {
+        unlock();
+        fsys::path p(path);
+        if (p.has_parent_path() && !make_dirs(p.parent_path().string(), error)) return false;
+        lock_fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (lock_fd_ < 0) { error = path + ": " + std::strerror(errno); return false; }
+        while (::flock(lock_fd_, LOCK_EX) != 0) {
+            if (errno == EINTR) continue;
+            error = path + ": " + std::strerror(errno);
+            unlock();
+            return false;
+        }
+        return true;
+    }
+
+    void unlock() override {
+        if (lock_fd_ >= 0) ::close(lock_fd_);
+        lock_fd_ = -1;
+    }
+
+    ~DiskFs() override { unlock(); }
+
+private:
+    int lock_fd_ = -1;
 };
 
 std::string norm(const std::string& p) {
@@ -204,7 +239,19 @@ std::vector<std::string> MemoryFs::list_dirs(const std::string& dir) {
     return out;
 }
 
+bool MemoryFs::exchange(const std::string& a, const std::string& b, std::string& error) {
+    if (crash_at_rename > 0 && --crash_at_rename == 0) throw SimulatedCrash{};
+    if (fail_rename) { error = a + " <-> " + b + ": Input/output error"; return false; }
+    const std::string tmp = norm(a) + ".exchange-tmp";
+    int saved = crash_at_rename;
+    crash_at_rename = 0;
+    bool ok = rename(a, tmp, error) && rename(b, a, error) && rename(tmp, b, error);
+    crash_at_rename = saved;
+    return ok;
+}
+
 bool MemoryFs::rename(const std::string& from, const std::string& to, std::string& error) {
+    if (crash_at_rename > 0 && --crash_at_rename == 0) throw SimulatedCrash{};
     if (fail_rename) { error = from + " -> " + to + ": Input/output error"; return false; }
     std::string f = norm(from), t = norm(to);
     if (files.count(f)) {

@@ -27,10 +27,18 @@ public:
     virtual bool rename(const std::string& from, const std::string& to, std::string& error) = 0;
     virtual bool remove_all(const std::string& path, std::string& error) = 0;
     virtual bool is_executable(const std::string& path) = 0;
+    // Atomically swaps two existing paths (renameat2 RENAME_EXCHANGE on disk).
+    virtual bool exchange(const std::string& a, const std::string& b, std::string& error) = 0;
+    // Takes an exclusive advisory lock on `path` (created if needed), waiting for other
+    // holders; released by unlock or when the process ends.
+    virtual bool lock(const std::string& path, std::string& error) = 0;
+    virtual void unlock() = 0;
 };
 
 // The real disk.
 std::unique_ptr<FileSystem> make_disk_fs();
+
+struct SimulatedCrash {};
 
 // An in-memory tree for tests. Paths are normalised strings; directories are implicit
 // prefixes plus explicit entries from make_dirs.
@@ -47,11 +55,17 @@ public:
     bool rename(const std::string& from, const std::string& to, std::string& error) override;
     bool remove_all(const std::string& path, std::string& error) override;
     bool is_executable(const std::string& path) override;
+    bool exchange(const std::string& a, const std::string& b, std::string& error) override;
+    bool lock(const std::string&, std::string&) override { return true; }
+    void unlock() override {}
 
     // Fault injection: the Nth write from now fails (1 = the next one); 0 = never.
     int fail_write_after = 0;
-    // Fault injection: every rename fails.
+    // Fault injection: every rename/exchange fails.
     bool fail_rename = false;
+    // Fault injection: the Nth rename/exchange from now "kills the process" (throws
+    // SimulatedCrash) before doing anything; 0 = never.
+    int crash_at_rename = 0;
 
     struct Entry { std::string data; bool executable = false; };
     std::map<std::string, Entry> files;

@@ -1,2 +1,58 @@
-// Placeholder until the CLI lands.
-int main() { return 0; }
+// sitegen's command line: parse arguments, run one pipeline command, print, exit.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "pipeline.h"
+#include "schema.h"
+
+int main(int argc, char** argv) {
+    using namespace sitegen;
+    CLI::App app{"sitegen " SITEGEN_VERSION
+                 ": compile declarative HPC site descriptions (sites/<name>/site.toml) into Lmod "
+                 "modulefiles, EasyBuild easyconfigs, venv-activate extensions and runscripts "
+                 "for PyTorch stacks.\n\nExit codes: 0 ok, 1 errors in site definitions, 2 usage, "
+                 "3 I/O or output-tree errors (nothing is written unless the whole build succeeds)."};
+    app.set_version_flag("--version", "sitegen " SITEGEN_VERSION);
+    app.require_subcommand(1);
+    app.fallthrough();
+
+    Request request;
+    app.add_option("--sites-dir", request.sites_dir, "Directory holding <site>/site.toml")
+        ->capture_default_str();
+    app.add_option("--out-dir", request.out_dir,
+                   "Where modules-out/<site>/ and easyconfigs-out/<site>/ are written")
+        ->capture_default_str();
+
+    auto* build = app.add_subcommand("build", "Check, generate and publish the named sites' outputs");
+    build->add_option("sites", request.sites, "Site names (directories under --sites-dir)");
+    build->add_flag("--all", request.all, "Build every site");
+    build->add_option("--prefix", request.prefix,
+                      "Install prefix written into outputs (default: each site's install_prefix)");
+    build->add_flag("--dry-run", request.dry_run, "Print what would change; write nothing");
+    build->add_flag("--force", request.force, "Overwrite outputs that were edited by hand");
+
+    auto* check = app.add_subcommand("check", "Check the named sites; write nothing");
+    check->add_option("sites", request.sites, "Site names");
+    check->add_flag("--all", request.all, "Check every site");
+
+    auto* list = app.add_subcommand("list", "List the sites under --sites-dir");
+    auto* schema = app.add_subcommand("schema", "Print the site-file reference (docs/site-schema.md)");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        int code = app.exit(e);
+        return code == 0 ? kExitOk : kExitUsage;
+    }
+
+    Result result;
+    auto fs = make_disk_fs();
+    if (*build) result = run_build(*fs, request);
+    else if (*check) result = run_check(*fs, request);
+    else if (*list) result = run_list(*fs, request);
+    else if (*schema) result.out = schema_markdown();
+    std::cerr << result.err;
+    std::cout << result.out;
+    return result.exit_code;
+}

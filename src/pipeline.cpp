@@ -1,0 +1,178 @@
+// Runs the pipeline stages in order for each requested site and renders the outcome.
+#include "pipeline.h"
+
+#include <algorithm>
+#include <map>
+
+#include "check.h"
+#include "diagnostics.h"
+#include "emit_easyconfig.h"
+#include "emit_modulefile.h"
+#include "emit_runscripts.h"
+#include "emit_venv_extension.h"
+#include "load.h"
+#include "publish.h"
+#include "suggest.h"
+
+namespace sitegen {
+
+namespace {
+
+SourceReader reader_for(FileSystem& fs) {
+    return [&fs](const std::string& path, std::string& text) {
+        std::string error;
+        return fs.read(path, text, error);
+    };
+}
+
+// Resolves the requested names against sites_dir; unknown names are usage errors.
+bool resolve_sites(FileSystem& fs, const Request& request, std::vector<std::string>& names,
+                   Result& result) {
+    const auto known = list_sites(fs, request.sites_dir);
+    if (request.all) {
+        names = known;
+        if (names.empty()) {
+            result.err += "sitegen: error: no sites in '" + request.sites_dir + "'\n";
+            result.exit_code = kExitUsage;
+            return false;
+        }
+        return true;
+    }
+    if (request.sites.empty()) {
+        result.err += "sitegen: error: name at least one site, or use --all\n";
+        result.exit_code = kExitUsage;
+        return false;
+    }
+    for (const auto& name : request.sites) {
+        if (std::find(known.begin(), known.end(), name) == known.end()) {
+            std::string hint = did_you_mean(name, known);
+            result.err += "sitegen: error: no site '" + name + "' in '" + request.sites_dir + "'" +
+                          (hint.empty() ? "" : "; " + hint) + "\n";
+            result.exit_code = kExitUsage;
+            return false;
+        }
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+    return true;
+}
+
+struct Loaded {
+    std::string name;
+    Site site;
+};
+
+// Load + check every site; all findings of all sites are reported in one run.
+bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>& sites,
+                    Diagnostics& diags) {
+    std::vector<std::string> names;
+    for (const auto& name : request.sites) names.push_back(name);
+    for (const auto& name : names) {
+        Loaded l{name, {}};
+        size_t before = diags.error_count();
+        if (load_site(fs, request.sites_dir, name, l.site, diags) || diags.error_count() == before)
+            check_site(l.site, name, diags);
+        sites.push_back(std::move(l));
+    }
+    return !diags.has_errors();
+}
+
+std::string plural(size_t n, const char* word) {
+    return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+}  // namespace
+
+OutputList emit_all(const Site& site, const EmitOptions& options) {
+    OutputList all;
+    for (auto* emit : {emit_modulefiles, emit_runscripts, emit_easyconfigs, emit_venv_extensions}) {
+        OutputList part = emit(site, options);
+        all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+    }
+    std::stable_sort(all.begin(), all.end(),
+                     [](const OutputFile& a, const OutputFile& b) { return a.path < b.path; });
+    return all;
+}
+
+Result run_check(FileSystem& fs, const Request& request) {
+    Result result;
+    Request resolved = request;
+    resolved.sites.clear();
+    if (!resolve_sites(fs, request, resolved.sites, result)) return result;
+    Diagnostics diags;
+    std::vector<Loaded> sites;
+    bool ok = load_and_check(fs, resolved, sites, diags);
+    result.err += render_all(diags, reader_for(fs));
+    if (!ok) { result.exit_code = kExitSiteErrors; return result; }
+    result.out += "sitegen: " + plural(sites.size(), "site") + " checked, no errors\n";
+    return result;
+}
+
+Result run_build(FileSystem& fs, const Request& request) {
+    Result result;
+    Request resolved = request;
+    resolved.sites.clear();
+    if (!resolve_sites(fs, request, resolved.sites, result)) return result;
+    Diagnostics diags;
+    std::vector<Loaded> sites;
+    load_and_check(fs, resolved, sites, diags);
+
+    OutputList files;
+    std::vector<std::string> roots;
+    if (!diags.has_errors()) {
+        for (const auto& l : sites) {
+            EmitOptions options;
+            options.prefix = request.prefix ? *request.prefix : l.site.site.install_prefix;
+            OutputList part = emit_all(l.site, options);
+            // Two outputs at one path would silently lose one: refuse instead.
+            for (size_t i = 1; i < part.size(); ++i)
+                if (part[i].path == part[i - 1].path)
+                    diags.error(l.site.where("stacks"), "two outputs would be written to '" + part[i].path +
+                                                            "' (stacks with the same name and version?)");
+            roots.push_back(modules_root(l.site));
+            roots.push_back(easyconfigs_root(l.site));
+            files.insert(files.end(), part.begin(), part.end());
+        }
+    }
+    if (diags.has_errors()) {
+        result.err += render_all(diags, reader_for(fs));
+        result.err += "sitegen: nothing written\n";
+        result.exit_code = kExitSiteErrors;
+        return result;
+    }
+
+    PublishOptions popts{request.out_dir, request.dry_run, request.force};
+    PublishReport report;
+    bool ok = publish(fs, roots, files, popts, report, diags);
+    result.err += render_all(diags, reader_for(fs));
+    if (!ok) {
+        result.err += "sitegen: nothing written\n";
+        result.exit_code = kExitIo;  // refused (hand edits) or failed writing
+        return result;
+    }
+    if (request.dry_run) {
+        for (const auto& p : report.added) result.out += "add     " + p + "\n";
+        for (const auto& p : report.changed) result.out += "change  " + p + "\n";
+        for (const auto& p : report.removed) result.out += "remove  " + p + "\n";
+    }
+    std::string names;
+    for (const auto& l : sites) names += (names.empty() ? "" : ", ") + l.name;
+    result.out += std::string("sitegen: ") + (request.dry_run ? "would write " : "wrote ") + names + ": " +
+                  plural(files.size(), "file") + " (" + std::to_string(report.added.size()) + " added, " +
+                  std::to_string(report.changed.size()) + " changed, " +
+                  std::to_string(report.removed.size()) + " removed, " +
+                  std::to_string(report.unchanged) + " unchanged)\n";
+    return result;
+}
+
+Result run_list(FileSystem& fs, const Request& request) {
+    Result result;
+    for (const auto& name : list_sites(fs, request.sites_dir)) {
+        Site site;
+        Diagnostics diags;
+        load_site(fs, request.sites_dir, name, site, diags);
+        result.out += name + (site.site.description.empty() ? "" : "\t" + site.site.description) + "\n";
+    }
+    return result;
+}
+
+}  // namespace sitegen

@@ -1,0 +1,44 @@
+// The pipeline, end to end: load -> check -> rules -> emit -> self-check -> publish.
+// main.cpp only parses arguments into a Request and prints the Result.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "emit.h"
+#include "fs.h"
+#include "model.h"
+
+namespace sitegen {
+
+enum ExitCode { kExitOk = 0, kExitSiteErrors = 1, kExitUsage = 2, kExitIo = 3 };
+
+struct Request {
+    std::vector<std::string> sites;  // empty + all = every site
+    bool all = false;
+    std::string sites_dir = "sites";
+    std::string out_dir = ".";
+    std::optional<std::string> prefix;
+    std::vector<std::string> rule_dirs;  // extra rule directories (--rules)
+    bool dry_run = false;
+    bool force = false;
+};
+
+struct Result {
+    int exit_code = kExitOk;
+    std::string out;  // for stdout
+    std::string err;  // for stderr (diagnostics)
+};
+
+// Loads and checks the named sites (schema checks and rules). Nothing is written.
+Result run_check(FileSystem& fs, const Request& request);
+// check, then emit every output kind, self-check them and publish atomically.
+Result run_build(FileSystem& fs, const Request& request);
+// One line per site: name and description.
+Result run_list(FileSystem& fs, const Request& request);
+
+// Every output of one loaded, checked site (used by build, tests and the fuzzer).
+OutputList emit_all(const Site& site, const EmitOptions& options);
+
+}  // namespace sitegen
