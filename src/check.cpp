@@ -70,8 +70,8 @@ void Checker::run(const std::string& expected_name) {
         if (present("hardware.device_cores") &&
             static_cast<int>(h.device_cores.size()) != h.devices_per_node)
             diags.error(site.where("hardware.device_cores"),
-                        std::to_string(h.device_cores.size()) + " core lists in 'device_cores' for " +
-                            std::to_string(h.devices_per_node) + " devices per node");
+                        "'device_cores' lists " + std::to_string(h.device_cores.size()) + " devices but devices_per_node is " +
+                            std::to_string(h.devices_per_node));
         if (h.gpu_vendor == GpuVendor::none && h.devices_per_node > 0)
             diags.error(site.where("hardware.gpu_vendor"),
                         "'hardware.gpu_vendor' is 'none' but devices_per_node is " +
@@ -100,8 +100,6 @@ void Checker::run(const std::string& expected_name) {
     }
     if (site.stacks.empty()) diags.error(site.where(""), "no [[stacks]] defined: a site publishes at least one stack");
     std::set<std::string> seen;
-    int defaults_by_name = 0;
-    (void)defaults_by_name;
     std::map<std::string, size_t> default_of;
     for (size_t i = 0; i < site.stacks.size(); ++i) {
         check_stack(i);

@@ -58,12 +58,23 @@ public:
             done += static_cast<size_t>(n);
         }
         // The umask may have dropped bits; outputs have fixed modes.
-        if (::fchmod(fd, executable ? 0755 : 0644) != 0 || ::fsync(fd) != 0) {
+        if (::fchmod(fd, executable ? 0755 : 0644) != 0) {
             error = path + ": " + std::strerror(errno);
             ::close(fd);
             return false;
         }
         if (::close(fd) != 0) { error = path + ": " + std::strerror(errno); return false; }
+        return true;
+    }
+
+    bool sync(const std::string& path, std::string& error) override {
+        int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || ::syncfs(fd) != 0) {
+            error = path + ": " + std::strerror(errno);
+            if (fd >= 0) ::close(fd);
+            return false;
+        }
+        ::close(fd);
         return true;
     }
 

@@ -16,7 +16,9 @@ public:
     // Each returns false (and sets `error`) on failure; none throws.
     virtual bool read(const std::string& path, std::string& out, std::string& error) = 0;
     virtual bool write(const std::string& path, const std::string& data, bool executable,
-                       std::string& error) = 0;  // creates parent dirs; fsyncs on a real disk
+                       std::string& error) = 0;  // creates parent dirs
+    // Makes everything written under `path` durable (one syncfs, not one fsync per file).
+    virtual bool sync(const std::string& path, std::string& error) = 0;
     virtual bool exists(const std::string& path) = 0;
     virtual bool is_dir(const std::string& path) = 0;
     virtual bool make_dirs(const std::string& path, std::string& error) = 0;
@@ -56,6 +58,7 @@ public:
     bool remove_all(const std::string& path, std::string& error) override;
     bool is_executable(const std::string& path) override;
     bool exchange(const std::string& a, const std::string& b, std::string& error) override;
+    bool sync(const std::string&, std::string&) override { return true; }
     bool lock(const std::string&, std::string&) override { return true; }
     void unlock() override {}
 

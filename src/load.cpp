@@ -259,7 +259,7 @@ void Loader::apply_layer(const toml::table& root, const std::string& path, int d
             site.regions[mpath] = region_of(item.source());
             if (!item.is_table()) {
                 diags.error(region_of(item.source()),
-                            "'stacks' entries must be tables ([[stacks]]), found " + toml_type_name(item));
+                            std::string("'stacks' entries must be tables ([[stacks]]), found ") + toml_type_name(item));
                 continue;
             }
             TomlReader r(*item.as_table(), "stacks[]", mpath, site.regions, diags);

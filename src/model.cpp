@@ -60,7 +60,7 @@ SourceRegion Site::where(const std::string& path) const {
         p.resize(dot);
     }
     SourceRegion r;
-    if (!files.empty()) r.file = files.front();
+    if (!files.empty()) r = {files.front(), 1, 1};
     return r;
 }
 

@@ -184,6 +184,15 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
             return false;
         }
     }
+    // Staged bytes must be on disk before the journal promises them.
+    for (const auto& root : to_swap)
+        if (!fs.sync(join(out, staging_of(root)), error)) {
+            std::string ignored;
+            for (const auto& r : to_swap) fs.remove_all(join(out, staging_of(r)), ignored);
+            diags.error({}, "cannot sync the new tree (the previous one is untouched): " + error);
+            report.io_error = true;
+            return false;
+        }
     // The journal makes the swaps one step: a crash after this line is rolled forward.
     std::string journal;
     for (const auto& root : to_swap) journal += sha256_hex(manifests[root]) + " " + root + "\n";

@@ -210,7 +210,9 @@ void TomlReader::report_unknown_keys() {
     for (const auto& [k, v] : table_) {
         std::string name(k.str());
         if (std::find(seen_.begin(), seen_.end(), name) != seen_.end()) continue;
-        std::string where = schema_path_.empty() ? "at the top level" : "in [" + schema_path_ + "]";
+        std::string where = schema_path_.empty() ? "at the top level"
+                            : schema_path_ == "stacks[]" ? "in [[stacks]]"
+                            : "in [" + schema_path_ + "]";
         bool is_known = std::find(known.begin(), known.end(), name) != known.end();
         if (is_known) continue;  // known but not applicable here (reported by the loader)
         diags_.error(region_of(k.source()), "unknown key '" + name + "' " + where,

@@ -1,0 +1,35 @@
+// Writers that quote a value for its target language: Lua strings, bash words, Python
+// literals. Every generated file goes through these, so no site value can execute or
+// break out of its string.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace sitegen {
+
+// A double-quoted Lua 5.4 string literal whose value is exactly `s`. Output is printable
+// ASCII only: \\ \" \n \r \t are escaped, every other control byte and every byte >= 0x7f
+// is written as \ddd, so `]]`, `]=]` and newlines are harmless.
+std::string lua_string(std::string_view s);
+
+// One bash word whose value is exactly `s`: bare when it only holds safe characters
+// ([A-Za-z0-9_@%+=:,./-], non-empty), otherwise single-quoted with ' written as '\''.
+// `s` must not contain NUL (bash cannot hold it); throws std::invalid_argument.
+std::string bash_word(std::string_view s);
+
+// Text for inside bash double quotes: escapes \ " $ and `.
+std::string bash_double_quoted(std::string_view s);
+
+// A Python string literal whose value is exactly `s` ('...' with \\, \', \n, \r, \t and
+// \xNN for other control bytes; UTF-8 text is kept). With easybuild_template, every '%'
+// is doubled because EasyBuild %-formats string values (%(installdir)s).
+std::string python_string(std::string_view s, bool easybuild_template = false);
+
+// True if `s` is valid UTF-8 and holds no NUL byte.
+bool is_valid_utf8_without_nul(std::string_view s);
+
+// True if `s` is a valid environment variable name: ^[A-Za-z_][A-Za-z0-9_]*$
+bool is_valid_var_name(std::string_view s);
+
+}  // namespace sitegen
