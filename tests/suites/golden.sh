@@ -18,8 +18,9 @@ for case_dir in "$root"/tests/golden/*/; do
     rm -rf "$out" "$out.err"; continue
   fi
   if [[ ${SITEGEN_UPDATE:-} == 1 ]]; then
-    rm -rf "$case_dir/expected"; cp -a "$out" "$case_dir/expected"
+    rm -rf "$case_dir/expected"; cp -a "$out" "$case_dir/expected"; rm -f "$case_dir/expected/.sitegen.lock"
   fi
+  rm -f "$out/.sitegen.lock"  # the publish lock is not an output
   if report=$(diff -r "$case_dir/expected" "$out" 2>&1); then
     passed=$((passed + 1))
   else
