@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Every generated modulefile of every site, loaded and unloaded by the real Lmod: loads,
+# sets exactly the expected variables (written here from the seeds), unloads back to a
+# byte-identical environment, is found by spider, and passes Lmod's syntax checks.
+set -euo pipefail
+sitegen=$(realpath "${1:?usage: lmod_modulefiles.sh SITEGEN}")
+root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/tools/common.sh
+source "$root/tests/tools/common.sh"
+# shellcheck source=tests/tools/lmod-lib.sh
+source "$root/tests/tools/lmod-lib.sh"
+need_tool lua5.4
+[[ -r $LMOD_INIT ]] || { fail "lmod is not installed"; finish; }
+
+out=$SCRATCH/out
+stubs=$SCRATCH/stubs
+for site in lumi frontier cirrus aurora local; do
+  "$sitegen" --sites-dir "$root/sites" --out-dir "$out" build "$site" --prefix "$out/modules-out/$site" >/dev/null
+done
+# Base modules the sites depend on, as empty stubs (they are the site's, not ours).
+for m in LUMI/24.03 PrgEnv-gnu/8.5.0 miniforge3/23.11.0-0 rocm/6.0.0 craype-accel-amd-gfx90a python/3.12.1-gpu; do
+  mkdir -p "$stubs/$(dirname "$m")"
+  echo "-- stub of the site's own $m" >"$stubs/$m.lua"
+done
+lumi_root=$out/modules-out/lumi/software/PyTorch/2.3.1-rocm-6.0.3-python-3.12-singularity-20240923
+lumi_sif=lumi-pytorch-rocm-6.0.3-python-3.12-pytorch-v2.3.1-dockerhash-2c1c14cafd28.sif
+
+# expected SITE MODULE: the exact NAME=VALUE lines `module load` adds or changes.
+expected() {
+  local r
+  case $1 in
+    lumi) r=$lumi_root; cat <<EOV
+CONTAINERROOT=$r
+NCCL_NET_GDR_LEVEL=3
+NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3
+PATH=$r/bin:/usr/bin:/bin
+RUNSCRIPTS=$r/runscripts
+RUNSCRIPTSPYTORCH=$r/runscripts
+SIF=$r/$lumi_sif
+SIFPYTORCH=$r/$lumi_sif
+SINGULARITYENV_CONDA_DEFAULT_ENV=pytorch
+SINGULARITYENV_CONDA_EXE=/opt/miniconda3/bin/conda
+SINGULARITYENV_CONDA_PREFIX=/opt/miniconda3/envs/pytorch
+SINGULARITYENV_PREPEND_PATH=/runscripts:/user-software/venv/pytorch/bin:/opt/miniconda3/envs/pytorch/bin:/opt/miniconda3/condabin
+SINGULARITYENV_VIRTUAL_ENV=/user-software/venv/pytorch
+SINGULARITYENV_WITH_CONDA_VENV=source /runscripts/init-conda-venv
+SINGULARITYENV_WITH_VENV=source /user-software/venv/pytorch/bin/activate
+SINGULARITY_BIND=/var/spool/slurmd,/opt/cray,/usr/lib64/libcxi.so.1,/usr/lib64/libjansson.so.4,/pfs,/scratch,/projappl,/project,/flash,/appl,$r/runscripts:/runscripts,$r/user-software:/user-software
+EOV
+    ;;
+    frontier) r=$out/modules-out/frontier/software/pytorch/2.3.1-rocm-6.0.0; cat <<EOV
+CONDA_DEFAULT_ENV=$r/conda-env
+CONDA_PREFIX=$r/conda-env
+NCCL_NET_GDR_LEVEL=3
+NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3
+PATH=$r/bin:$r/conda-env/bin:/usr/bin:/bin
+EOV
+    ;;
+    cirrus) r=$out/modules-out/cirrus/software/pytorch/2.3.1-gpu; cat <<EOV
+PATH=$r/bin:$r/python/3.12.1/bin:/usr/bin:/bin
+PYTHONPATH=$r/python/3.12.1/lib/python3.12/site-packages
+PYTHONUSERBASE=$r/python/3.12.1
+EOV
+    ;;
+    aurora) r=$out/modules-out/aurora/software/frameworks/2024.2.1_u1
+      local env=/opt/aurora/24.180.3/frameworks/aurora_nre_models_frameworks-2024.2.1_u1; cat <<EOV
+CCL_ALLREDUCE=topo
+CCL_ALLREDUCE_SCALEOUT=rabenseifner
+CCL_ATL_TRANSPORT=mpi
+CCL_BCAST=double_tree
+CCL_CONFIGURATION=cpu_gpu_dpcpp
+CCL_CONFIGURATION_PATH=
+CCL_KVS_CONNECTION_TIMEOUT=600
+CCL_KVS_GET_TIMEOUT=600
+CCL_KVS_MODE=mpi
+CCL_KVS_USE_MPI_RANKS=1
+CCL_LOG_LEVEL=WARN
+CCL_PROCESS_LAUNCHER=pmix
+CCL_ZE_CACHE_OPEN_IPC_HANDLES_THRESHOLD=1024
+CONDA_DEFAULT_ENV=$env
+CONDA_PREFIX=$env
+FI_CXI_CQ_FILL_PERCENT=20
+FI_CXI_DEFAULT_CQ_SIZE=131072
+FI_CXI_OFLOW_BUF_SIZE=8388608
+FI_LOG_LEVEL=warn
+FI_LOG_PROV=cxi
+MPIR_CVAR_ENABLE_GPU=0
+NUMEXPR_NUM_THREADS=64
+PATH=$r/bin:$env/bin:/usr/bin:/bin
+EOV
+    ;;
+    local) r=$out/modules-out/local/software/pytorch/1.13.1-cpu; cat <<EOV
+GLOO_SOCKET_IFNAME=lo
+PATH=$r/bin:/usr/bin:/bin
+EOV
+    ;;
+  esac
+}
+
+declare -A module_of=(
+  [lumi]=PyTorch/2.3.1-rocm-6.0.3-python-3.12-singularity-20240923
+  [frontier]=pytorch/2.3.1-rocm-6.0.0
+  [cirrus]=pytorch/2.3.1-gpu
+  [aurora]=frameworks/2024.2.1_u1
+  [local]=pytorch/1.13.1-cpu
+)
+declare -A default_name=([lumi]=PyTorch [frontier]=pytorch [cirrus]=pytorch [aurora]=frameworks [local]=pytorch)
+
+# LUMI: without the image anywhere, load must fail with a clear LmodError.
+mp_lumi="$out/modules-out/lumi/modulefiles:$stubs"
+if msg=$(lmod_clean_shell "$mp_lumi" "module load ${module_of[lumi]}" 2>&1); then
+  fail "lumi: module load succeeded although the container image is missing"
+elif [[ $(tr -s ' \n' '  ' <<<"$msg") == *"container image $lumi_sif not found in"* ]]; then
+  pass
+else
+  fail "lumi: missing image gave an unclear error: $msg"
+fi
+mkdir -p "$lumi_root" && : >"$lumi_root/$lumi_sif"  # the installed image (EasyBuild copies it into the root)
+
+for site in lumi frontier cirrus aurora local; do
+  mp="$out/modules-out/$site/modulefiles:$stubs"
+  mod=${module_of[$site]}
+  actual=$(lmod_vars_set_by "$mp" "$mod" | tr '\001' '\n') || { fail "$site: module load $mod failed"; continue; }
+  check_eq "$site: variables set by module load $mod" "$(expected "$site")" "$actual"
+  # The default: `module load <name>` picks this version.
+  loaded=$(lmod_clean_shell "$mp" "module load ${default_name[$site]} && echo \"\$LOADEDMODULES\"" | tr ':' '\n' | grep "^${default_name[$site]}/" || true)
+  check_eq "$site: default version of ${default_name[$site]}" "$mod" "$loaded"
+  if report=$(lmod_load_unload_roundtrip "$mp" "$mod" 2>&1); then pass; else fail "$site: unload did not restore the environment"; echo "$report"; fi
+  spider=$(lmod_spider "$mp" "$mod")
+  if [[ $spider == *"$mod"* && $spider == *"Description:"* ]]; then pass; else fail "$site: module spider did not show $mod with its whatis"; echo "$spider" | head; fi
+  syntax=$(lmod_check_syntax "$mp" "$mod")
+  if [[ -z $syntax ]]; then pass; else fail "$site: lmod --checkSyntax reported: $syntax"; fi
+  tree=$(lmod_check_tree "$out/modules-out/$site/modulefiles" | sed '/^[[:space:]]*$/d')
+  if [[ $tree == "No errors found" ]]; then pass; else fail "$site: check_module_tree_syntax reported: $tree"; fi
+done
+finish
