@@ -145,10 +145,8 @@ void container_section(LuaModuleWriter& w, const Site& site, const Stack& stack,
     for (const std::string& v : {std::string("SIF"), "SIF" + ident}) { w.setenv(v, "image"); vars.push_back(v); }
     w.setenv("CONTAINERROOT", "root");
     vars.push_back("CONTAINERROOT");
-    for (const std::string& v : {std::string("RUNSCRIPTS"), "RUNSCRIPTS" + ident}) {
-        w.setenv(v, under_root({"runscripts"}));
-        vars.push_back(v);
-    }
+    w.setenv("RUNSCRIPTS" + ident, under_root({"runscripts"}));
+    vars.push_back("RUNSCRIPTS" + ident);
     // Binds: the site's, then the stack's runscripts and user-software directories.
     std::string binds;
     for (const auto& b : site.container.binds) {
@@ -217,6 +215,8 @@ std::string modulefile(const Site& site, const Stack& stack, const EmitOptions& 
     LuaModuleWriter body;
     if (site.container.enabled) container_section(body, site, stack, vars);
     python_section(body, stack, vars);
+    body.setenv("RUNSCRIPTS", under_root({"runscripts"}));
+    vars.push_back("RUNSCRIPTS");
     body.prepend_path("PATH", under_root({"bin"}));
     if (std::find(vars.begin(), vars.end(), "PATH") == vars.end()) vars.push_back("PATH");
     const EnvList env = module_env(site, stack);

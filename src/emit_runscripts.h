@@ -7,4 +7,7 @@ namespace sitegen {
 
 OutputList emit_runscripts(const Site& site, const EmitOptions& options);
 
+// "conda-python-distributed" for container stacks (LUMI's name), else "python-distributed".
+std::string rank_wrapper_name(const Site& site, const Stack& stack);
+
 }  // namespace sitegen

@@ -54,12 +54,14 @@ CONDA_PREFIX=$r/conda-env
 NCCL_NET_GDR_LEVEL=3
 NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3
 PATH=$r/bin:$r/conda-env/bin:/usr/bin:/bin
+RUNSCRIPTS=$r/runscripts
 EOV
     ;;
     cirrus) r=$out/modules-out/cirrus/software/pytorch/2.3.1-gpu; cat <<EOV
 PATH=$r/bin:$r/python/3.12.1/bin:/usr/bin:/bin
 PYTHONPATH=$r/python/3.12.1/lib/python3.12/site-packages
 PYTHONUSERBASE=$r/python/3.12.1
+RUNSCRIPTS=$r/runscripts
 EOV
     ;;
     aurora) r=$out/modules-out/aurora/software/frameworks/2024.2.1_u1
@@ -87,11 +89,13 @@ FI_LOG_PROV=cxi
 MPIR_CVAR_ENABLE_GPU=0
 NUMEXPR_NUM_THREADS=64
 PATH=$r/bin:$env/bin:/usr/bin:/bin
+RUNSCRIPTS=$r/runscripts
 EOV
     ;;
     local) r=$out/modules-out/local/software/pytorch/1.13.1-cpu; cat <<EOV
 GLOO_SOCKET_IFNAME=lo
 PATH=$r/bin:/usr/bin:/bin
+RUNSCRIPTS=$r/runscripts
 EOV
     ;;
   esac
