@@ -6,7 +6,7 @@ local root = "/work/y07/shared/cirrus-software/software/pytorch/2.3.1-gpu"
 whatis("Description: PyTorch 2.3.1 (CUDA 12.1) with torchaudio, torchmetrics, torchtext, torchvision, tensorboard plugins and Horovod 0.28.1 built with NCCL, installed with pip --user (PYTHONUSERBASE) over the Miniconda3 python/3.12.1-gpu module. Build your own venv on top of it and run extend-venv-activate on it.")
 whatis("Keywords: PyTorch, Horovod, CUDA, tensorboard")
 whatis("URL: https://pytorch.org/")
-help("PyTorch 2.3.1 (CUDA 12.1) with torchaudio, torchmetrics, torchtext, torchvision, tensorboard plugins and Horovod 0.28.1 built with NCCL, installed with pip --user (PYTHONUSERBASE) over the Miniconda3 python/3.12.1-gpu module. Build your own venv on top of it and run extend-venv-activate on it.\n\nHomepage: https://pytorch.org/\n\nComponents:\n  horovod 0.28.1\n  tensorboard 2.17.0\n  tensorboard-plugin-wit 1.8.1\n  tensorboard-pytorch 0.7.1\n  tensorboard_plugin_profile 2.15.1\n  torch 2.3.1\n  torch-tb-profiler 0.4.3\n  torchaudio 2.3.1\n  torchmetrics 1.0.3\n  torchtext 0.18.0\n  torchvision 0.18.1\n\nVariables this module sets:\n  PYTHONUSERBASE\n  PATH\n  PYTHONPATH\n\nYour own venv: python3 -m venv --system-site-packages DIR, then\nextend-venv-activate DIR so that activating it loads this module and\ndeactivating it unloads it.\n")
+help("PyTorch 2.3.1 (CUDA 12.1) with torchaudio, torchmetrics, torchtext, torchvision, tensorboard plugins and Horovod 0.28.1 built with NCCL, installed with pip --user (PYTHONUSERBASE) over the Miniconda3 python/3.12.1-gpu module. Build your own venv on top of it and run extend-venv-activate on it.\n\nHomepage: https://pytorch.org/\n\nComponents:\n  horovod 0.28.1\n  tensorboard 2.17.0\n  tensorboard-plugin-wit 1.8.1\n  tensorboard-pytorch 0.7.1\n  tensorboard_plugin_profile 2.15.1\n  torch 2.3.1\n  torch-tb-profiler 0.4.3\n  torchaudio 2.3.1\n  torchmetrics 1.0.3\n  torchtext 0.18.0\n  torchvision 0.18.1\n\nScripts in $RUNSCRIPTS:\n  get-master\n  job.slurm\n  python-distributed\n\nVariables this module sets:\n  PYTHONUSERBASE\n  PATH\n  PYTHONPATH\n  RUNSCRIPTS\n\nYour own venv: python3 -m venv --system-site-packages DIR, then\nextend-venv-activate DIR so that activating it loads this module and\ndeactivating it unloads it.\n")
 
 depends_on("python/3.12.1-gpu")
 
@@ -14,4 +14,5 @@ local userbase = pathJoin(root, "python", "3.12.1")
 setenv("PYTHONUSERBASE", userbase)
 prepend_path("PATH", pathJoin(userbase, "bin"))
 prepend_path("PYTHONPATH", pathJoin(userbase, "lib/python3.12/site-packages"))
+setenv("RUNSCRIPTS", pathJoin(root, "runscripts"))
 prepend_path("PATH", pathJoin(root, "bin"))

@@ -6,7 +6,7 @@ local root = "/appl/lumi/SW/container/software/PyTorch/2.3.1-rocm-6.0.3-python-3
 whatis("Description: PyTorch 2.3.1 (with torchaudio, torchdata, torchtext and torchvision) on Python 3.12 and ROCm 6.0.3 in a container built by AMD for LUMI, with DeepSpeed 0.14.0, flash-attention 2.6.3, transformers 4.41.2 and mpi4py 3.1.6 interfacing to Cray MPICH. The RCCL plugin aws-ofi-rccl is built into the container. A Python venv in /user-software lets you add packages.")
 whatis("Keywords: PyTorch, DeepSpeed, flash-attention, xformers")
 whatis("URL: https://pytorch.org/")
-help("PyTorch 2.3.1 (with torchaudio, torchdata, torchtext and torchvision) on Python 3.12 and ROCm 6.0.3 in a container built by AMD for LUMI, with DeepSpeed 0.14.0, flash-attention 2.6.3, transformers 4.41.2 and mpi4py 3.1.6 interfacing to Cray MPICH. The RCCL plugin aws-ofi-rccl is built into the container. A Python venv in /user-software lets you add packages.\n\nHomepage: https://pytorch.org/\n\nComponents:\n  DeepSpeed 0.14.0\n  flash-attention 2.6.3\n  mpi4py 3.1.6\n  rocm 6.0.3\n  torch 2.3.1\n  torchaudio 2.3.1\n  torchdata 0.7.1\n  torchtext 0.18.0\n  torchvision 0.18.1\n  transformers 4.41.2\n\nVariables this module sets:\n  SIF\n  SIFPYTORCH\n  CONTAINERROOT\n  RUNSCRIPTS\n  RUNSCRIPTSPYTORCH\n  SINGULARITY_BIND\n  SINGULARITYENV_CONDA_DEFAULT_ENV\n  SINGULARITYENV_CONDA_EXE\n  SINGULARITYENV_CONDA_PREFIX\n  SINGULARITYENV_PREPEND_PATH\n  SINGULARITYENV_VIRTUAL_ENV\n  SINGULARITYENV_WITH_CONDA_VENV\n  SINGULARITYENV_WITH_VENV\n  PATH\n  NCCL_NET_GDR_LEVEL\n  NCCL_SOCKET_IFNAME\n\nRun `singularity exec $SIF <command>` (or start-shell). Inside the container the\nconda environment and the venv in /user-software are already active; to add\npackages, `pip install` inside the container: they land in\n$CONTAINERROOT/user-software, which is mounted at /user-software.\n\nMore: DeepSpeed web site: https://www.deepspeed.ai/\nMore: Latest LUMI AI training: https://lumi-supercomputer.github.io/AI-latest\n")
+help("PyTorch 2.3.1 (with torchaudio, torchdata, torchtext and torchvision) on Python 3.12 and ROCm 6.0.3 in a container built by AMD for LUMI, with DeepSpeed 0.14.0, flash-attention 2.6.3, transformers 4.41.2 and mpi4py 3.1.6 interfacing to Cray MPICH. The RCCL plugin aws-ofi-rccl is built into the container. A Python venv in /user-software lets you add packages.\n\nHomepage: https://pytorch.org/\n\nComponents:\n  DeepSpeed 0.14.0\n  flash-attention 2.6.3\n  mpi4py 3.1.6\n  rocm 6.0.3\n  torch 2.3.1\n  torchaudio 2.3.1\n  torchdata 0.7.1\n  torchtext 0.18.0\n  torchvision 0.18.1\n  transformers 4.41.2\n\nCommands added to PATH:\n  start-shell\n\nScripts in $RUNSCRIPTS (/runscripts in the container):\n  conda-python-distributed\n  conda-python-simple\n  get-master\n  init-conda-venv\n  job.slurm\n\nVariables this module sets:\n  SIF\n  SIFPYTORCH\n  CONTAINERROOT\n  RUNSCRIPTSPYTORCH\n  SINGULARITY_BIND\n  SINGULARITYENV_CONDA_DEFAULT_ENV\n  SINGULARITYENV_CONDA_EXE\n  SINGULARITYENV_CONDA_PREFIX\n  SINGULARITYENV_PREPEND_PATH\n  SINGULARITYENV_VIRTUAL_ENV\n  SINGULARITYENV_WITH_CONDA_VENV\n  SINGULARITYENV_WITH_VENV\n  RUNSCRIPTS\n  PATH\n  NCCL_NET_GDR_LEVEL\n  NCCL_SOCKET_IFNAME\n\nRun `singularity exec $SIF <command>` (or start-shell). Inside the container the\nconda environment and the venv in /user-software are already active; to add\npackages, `pip install` inside the container: they land in\n$CONTAINERROOT/user-software, which is mounted at /user-software.\n\nMore: DeepSpeed web site: https://www.deepspeed.ai/\nMore: Latest LUMI AI training: https://lumi-supercomputer.github.io/AI-latest\n")
 
 depends_on("LUMI/24.03")
 
@@ -20,7 +20,6 @@ end
 setenv("SIF", image)
 setenv("SIFPYTORCH", image)
 setenv("CONTAINERROOT", root)
-setenv("RUNSCRIPTS", pathJoin(root, "runscripts"))
 setenv("RUNSCRIPTSPYTORCH", pathJoin(root, "runscripts"))
 setenv("SINGULARITY_BIND", "/var/spool/slurmd,/opt/cray,/usr/lib64/libcxi.so.1,/usr/lib64/libjansson.so.4,/pfs,/scratch,/projappl,/project,/flash,/appl," .. pathJoin(root, "runscripts") .. ":/runscripts," .. pathJoin(root, "user-software") .. ":/user-software")
 setenv("SINGULARITYENV_CONDA_DEFAULT_ENV", "pytorch")
@@ -30,6 +29,7 @@ setenv("SINGULARITYENV_PREPEND_PATH", "/runscripts:/user-software/venv/pytorch/b
 setenv("SINGULARITYENV_VIRTUAL_ENV", "/user-software/venv/pytorch")
 setenv("SINGULARITYENV_WITH_CONDA_VENV", "source /runscripts/init-conda-venv")
 setenv("SINGULARITYENV_WITH_VENV", "source /user-software/venv/pytorch/bin/activate")
+setenv("RUNSCRIPTS", pathJoin(root, "runscripts"))
 prepend_path("PATH", pathJoin(root, "bin"))
 -- Collective, network and stack environment (one source: the site file).
 setenv("NCCL_NET_GDR_LEVEL", "3")

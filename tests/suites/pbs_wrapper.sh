@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The Aurora (PBS Pro / PALS) scripts: bash -n and shellcheck, and the rank wrapper run
+# with a fake PALS/PBS environment and a fake python that prints what it received.
+set -euo pipefail
+sitegen=$(realpath "${1:?usage: pbs_wrapper.sh SITEGEN}")
+root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/tools/common.sh
+source "$root/tests/tools/common.sh"
+need_tool shellcheck
+"$sitegen" --sites-dir "$root/sites" --out-dir "$SCRATCH" build aurora >/dev/null
+rs=$(dirname "$(find "$SCRATCH" -name job.pbs)")
+for f in "$rs/job.pbs" "$rs/python-distributed"; do
+  if bash -n "$f" && shellcheck -s bash "$f"; then pass; else fail "$f is not clean"; fi
+done
+# The batch script's binding equals the seed's literally (aurora-pytorch.md).
+check_eq "CPU_BIND" "CPU_BIND=verbose,list:2-4:10-12:18-20:26-28:34-36:42-44:54-56:62-64:70-72:78-80:86-88:94-96" \
+  "$(grep '^CPU_BIND=' "$rs/job.pbs")"
+check_eq "HOROVOD_THREAD_AFFINITY" "export HOROVOD_THREAD_AFFINITY=4,12,20,28,36,44,56,64,72,80,88,96" \
+  "$(grep 'HOROVOD_THREAD_AFFINITY=' "$rs/job.pbs")"
+check_eq "CCL_WORKER_AFFINITY" "export CCL_WORKER_AFFINITY=5,13,21,29,37,45,57,65,73,81,89,97" \
+  "$(grep 'CCL_WORKER_AFFINITY=' "$rs/job.pbs")"
+
+mkdir -p "$SCRATCH/fakebin"
+cat >"$SCRATCH/fakebin/python" <<'PY'
+#!/bin/bash
+for v in RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT ZE_AFFINITY_MASK CCL_ATL_TRANSPORT FI_CXI_DEFAULT_CQ_SIZE CCL_LOG_LEVEL; do
+  printf '%s=%s\n' "$v" "${!v-<unset>}"
+done
+printf 'ARGS=%s\n' "$*"
+PY
+chmod +x "$SCRATCH/fakebin/python"
+printf 'x4000c0s0b0n0\nx4000c0s1b0n0\n' >"$SCRATCH/nodefile"
+run_rank() {  # run_rank RANK LOCAL_RANK [extra env...]
+  env -i PATH="$SCRATCH/fakebin:/usr/bin:/bin" PBS_JOBID=4242.aurora-pbs-0001 PBS_NODEFILE="$SCRATCH/nodefile" \
+    PALS_RANKID="$1" PALS_LOCAL_RANKID="$2" PMI_SIZE=24 PMI_LOCAL_SIZE=12 "${@:3}" \
+    bash "$rs/python-distributed" train.py --epochs 1
+}
+check_eq "rank 13 environment" "RANK=13
+LOCAL_RANK=1
+WORLD_SIZE=24
+LOCAL_WORLD_SIZE=12
+MASTER_ADDR=x4000c0s0b0n0
+MASTER_PORT=29742
+ZE_AFFINITY_MASK=1
+CCL_ATL_TRANSPORT=mpi
+FI_CXI_DEFAULT_CQ_SIZE=131072
+CCL_LOG_LEVEL=WARN
+ARGS=train.py --epochs 1" "$(run_rank 13 1)"
+# A device mask the launcher already set to one tile is kept; a user's CCL choice wins.
+check_eq "pre-bound tile kept" "ZE_AFFINITY_MASK=0.1" "$(run_rank 1 1 ZE_AFFINITY_MASK=0.1 | grep ZE_AFFINITY_MASK)"
+check_eq "user override kept" "CCL_LOG_LEVEL=DEBUG" "$(run_rank 1 1 CCL_LOG_LEVEL=DEBUG | grep CCL_LOG_LEVEL=)"
+# Without PALS variables the wrapper refuses instead of guessing a rank.
+if msg=$(env -i PATH=/usr/bin:/bin bash "$rs/python-distributed" x.py 2>&1); then
+  fail "wrapper ran without PBS/PALS variables"
+else
+  check_eq "missing variable message" "python-distributed: PBS_JOBID is not set: run this through mpiexec inside a PBS job" "$msg"
+fi
+finish

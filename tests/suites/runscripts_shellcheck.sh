@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Every generated script of every site (runscripts, bin/) passes `bash -n` and shellcheck
+# with no finding at all.
+set -euo pipefail
+sitegen=$(realpath "${1:?usage: runscripts_shellcheck.sh SITEGEN}")
+root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/tools/common.sh
+source "$root/tests/tools/common.sh"
+need_tool shellcheck
+"$sitegen" --sites-dir "$root/sites" --out-dir "$SCRATCH" build --all >/dev/null
+count=0
+while IFS= read -r -d '' f; do
+  count=$((count + 1))
+  if bash -n "$f" 2>"$SCRATCH/err"; then pass; else fail "bash -n ${f#"$SCRATCH"/}: $(<"$SCRATCH/err")"; fi
+  if report=$(shellcheck -s bash "$f" 2>&1); then pass; else fail "shellcheck ${f#"$SCRATCH"/}"; echo "$report" | head -n 20; fi
+done < <(find "$SCRATCH/modules-out" -type f \( -path '*/runscripts/*' -o -path '*/bin/*' \) -print0 | sort -z)
+# Every site has scripts: a build that emitted none would pass vacuously.
+if [[ $count -ge 15 ]]; then pass; else fail "only $count scripts were generated"; fi
+finish
