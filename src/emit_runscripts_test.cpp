@@ -47,7 +47,8 @@ TEST_CASE("rank wrappers have none of the seeds' bugs", "[runscripts]") {
             CHECK(f.contents.find("sleep") == std::string::npos);       // no sleep as a barrier
             CHECK(f.contents.find("rm -rf") == std::string::npos);      // no removal of caches
             CHECK(f.contents.find("MASTER_PORT=29500\n") == std::string::npos);  // no fixed port
-            CHECK(f.contents.find("torchrun") == std::string::npos);
+            for (const char* launch : {"\ntorchrun", "srun torchrun", "exec torchrun", "python -m torch.distributed.run"})
+                CHECK(f.contents.find(launch) == std::string::npos);  // srun maps the ranks
             if (f.path.find("distributed") != std::string::npos) {
                 CHECK(f.contents.find("set -euo pipefail\n") != std::string::npos);
                 CHECK(f.contents.find(" \"$@\"\n") != std::string::npos);
