@@ -18,12 +18,15 @@ std::string lua_string(std::string_view s);
 // `s` must not contain NUL (bash cannot hold it); throws std::invalid_argument.
 std::string bash_word(std::string_view s);
 
-// Text for inside bash double quotes: escapes \ " $ and `.
+// Text for inside plain bash double quotes ("..."): escapes \ " $ and `. Not safe inside
+// "${VAR-...}", where bash also parses ' and } (use bash_word there). Throws on NUL.
 std::string bash_double_quoted(std::string_view s);
 
 // A Python string literal whose value is exactly `s` ('...' with \\, \', \n, \r, \t and
-// \xNN for other control bytes; UTF-8 text is kept). With easybuild_template, every '%'
-// is doubled because EasyBuild %-formats string values (%(installdir)s).
+// \xNN for other control bytes; readable UTF-8 text is kept, C1 controls, U+2028/9,
+// zero-width and bidi controls become \uNNNN). `s` must be valid UTF-8 (NUL is fine);
+// throws std::invalid_argument otherwise. With easybuild_template, every '%' is doubled
+// because EasyBuild %-formats string values (%(installdir)s).
 std::string python_string(std::string_view s, bool easybuild_template = false);
 
 // True if `s` is valid UTF-8 and holds no NUL byte.

@@ -1,22 +1,59 @@
 #!/usr/bin/env bash
-# Installs sitegen's build and test dependencies from Debian packages (idempotent; only
-# touches apt when something is missing). Fails loudly when it cannot install.
+# Installs sitegen's build and test dependencies from Debian 12 packages.
+#
+#   tests/tools/install-deps.sh        exit 0 when every package is installed (then it is a
+#                                      single dpkg-query, well under a second, no apt at all)
+#
+# Idempotent. Runs `apt-get update` + `apt-get install` (non-interactive, Recommends included,
+# as the set was verified on this machine) only when something is missing, and fails loudly
+# (non-zero, the missing package names on stderr) when it is not root or apt cannot install.
+# `lmod` conflicts with `environment-modules`: only lmod is installed.
 set -euo pipefail
+
 packages=(
   build-essential cmake g++ liblua5.4-dev lua5.4 libtomlplusplus-dev libcli11-dev catch2
   lmod lua-check shellcheck slurm-wlm munge python3 python3-torch hyperfine zsh
   clang libclang-rt-14-dev
 )
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
+
+# missing_packages: prints the packages of $packages that are not fully installed.
+missing_packages() {
+  local -A ok=()
+  local name status
+  # One dpkg-query for all of them; unknown packages only produce stderr noise.
+  while IFS=' ' read -r name status; do
+    [[ $status == ii ]] && ok[$name]=1
+  done < <(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${packages[@]}" 2>/dev/null || true)
+  local p
+  for p in "${packages[@]}"; do
+    [[ -n ${ok[$p]:-} ]] || echo "$p"
+  done
+}
+
+mapfile -t missing < <(missing_packages)
 [[ ${#missing[@]} -eq 0 ]] && exit 0
+
 if [[ $(id -u) -ne 0 ]]; then
-  echo "install-deps: missing packages: ${missing[*]}; run as root (apt-get install)" >&2
+  echo "install-deps: ERROR: missing Debian packages: ${missing[*]}" >&2
+  echo "install-deps: run as root (or: apt-get install ${missing[*]})" >&2
   exit 1
 fi
+
 echo "install-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+apt_opts=(-y -q -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+if ! apt-get -q -o DPkg::Lock::Timeout=600 update </dev/null >&2; then
+  echo "install-deps: ERROR: apt-get update failed" >&2
+  exit 1
+fi
+if ! apt-get install "${apt_opts[@]}" "${missing[@]}" </dev/null >&2; then
+  echo "install-deps: ERROR: apt-get install ${missing[*]} failed" >&2
+  exit 1
+fi
+
+mapfile -t still < <(missing_packages)
+if [[ ${#still[@]} -ne 0 ]]; then
+  echo "install-deps: ERROR: still not installed after apt-get: ${still[*]}" >&2
+  exit 1
+fi
+echo "install-deps: done" >&2

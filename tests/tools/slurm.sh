@@ -1,52 +1,162 @@
 #!/usr/bin/env bash
-# A real one-node Slurm for tests, without systemd (see shared/notes/local-slurm.md).
-#   slurm.sh up DIR    start munged (if needed), slurmctld and slurmd with DIR/slurm.conf;
-#                      waits until the node is idle; prints `export SLURM_CONF=DIR/slurm.conf`
-#   slurm.sh down DIR  stop exactly the daemons `up` started (by their pid files)
+# A real one-node Slurm cluster for tests, without systemd (facts: shared/notes, local Slurm).
+#
+#   eval "$(tests/tools/slurm.sh up DIR)"   # stdout is exactly: export SLURM_CONF=DIR/slurm.conf
+#   srun -n2 hostname; sbatch --wait job.sh
+#   tests/tools/slurm.sh down DIR
+#
+# up DIR    Starts munged if it is not running (and records that in DIR), writes
+#           DIR/slurm.conf (node = `hostname`, CPUs and memory from `slurmd -C`, at least 2
+#           CPUs, OverSubscribe=FORCE:4 so two 2-rank jobs run at once even on 2 CPUs, private
+#           ports so several clusters -- e.g. concurrent ctest suites, each with its own DIR --
+#           coexist), starts slurmctld and slurmd with -f, waits (<= 30 s) until the node is
+#           idle and prints the export line. Idempotent: if DIR's cluster is already up and
+#           idle it is reused; stale daemons/state of an earlier run in DIR are killed/wiped.
+#           Everything else goes to stderr; on failure it prints the logs, stops what it
+#           started and exits non-zero.
+# down DIR  Cancels DIR's jobs, stops exactly the slurmctld/slurmd whose pids are in DIR's pid
+#           files (checking the pid still is that program) and munged only if `up` started it
+#           and no other slurmctld/slurmd is left on the machine (another DIR's cluster may
+#           use the same munged). Always exits 0 when nothing of DIR is left running.
+# status DIR  exit 0 iff DIR's cluster is up and answering.
+#
+# Keep DIR short (it holds slurmd's unix sockets; the path must stay well under 108 bytes):
+# a mktemp -d under /tmp is fine.
 set -euo pipefail
-cmd=${1:?usage: slurm.sh up|down DIR}
-dir=$(realpath -m "${2:?usage: slurm.sh up|down DIR}")
 
-alive() { [[ -f $1 ]] && kill -0 "$(<"$1")" 2>/dev/null; }
+usage() { echo "usage: slurm.sh up|down|status DIR" >&2; exit 2; }
+[[ $# -eq 2 ]] || usage
+cmd=$1
+dir=$(realpath -m -- "$2")
+conf=$dir/slurm.conf
+MUNGE_PIDFILE=/run/munge/munged.pid
+LOCK=/tmp/.sitegen-slurm.lock
 
-stop_pidfile() {
-  local f=$1 pid
-  [[ -f $f ]] || return 0
-  pid=$(<"$f")
-  if kill -0 "$pid" 2>/dev/null; then
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$f"
+# Slurm variables of a surrounding job or another test cluster must not leak into ours.
+for v in "${!SLURM_@}"; do unset "$v"; done
+
+say() { echo "slurm.sh: $*" >&2; }
+die() { say "ERROR: $*"; exit 1; }
+
+# pid_of FILE PROGRAM: prints the pid in FILE if that process is alive and is PROGRAM.
+pid_of() {
+  local file=$1 prog=$2 pid comm
+  [[ -r $file ]] || return 1
+  pid=$(tr -dc '0-9' <"$file")
+  [[ -n $pid ]] || return 1
+  comm=$(cat "/proc/$pid/comm" 2>/dev/null) || return 1
+  [[ $comm == "$prog" ]] || return 1
+  echo "$pid"
+}
+
+# stop_pid PID: TERM, wait up to 10 s, then KILL.
+stop_pid() {
+  local pid=$1 i
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  say "pid $pid ignored SIGTERM for 10 s; SIGKILL"
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+sinfo_state() { SLURM_CONF=$conf timeout 5 sinfo -h -o %t 2>/dev/null | head -n1 || true; }
+
+is_up() {
+  [[ -r $conf ]] && pid_of "$dir/slurmctld.pid" slurmctld >/dev/null &&
+    pid_of "$dir/slurmd.pid" slurmd >/dev/null && pid_of "$MUNGE_PIDFILE" munged >/dev/null
 }
 
 down() {
-  stop_pidfile "$dir/slurmd.pid"
-  stop_pidfile "$dir/slurmctld.pid"
-  if [[ -f $dir/started-munged ]]; then
-    stop_pidfile /run/munge/munged.pid
-    rm -f "$dir/started-munged"
+  local pid i
+  if [[ -r $conf ]] && pid_of "$dir/slurmctld.pid" slurmctld >/dev/null; then
+    # Running job steps outlive slurmd; cancel them while the controller still answers.
+    if [[ -n $(SLURM_CONF=$conf timeout 5 squeue -h -o %i 2>/dev/null || true) ]]; then
+      SLURM_CONF=$conf timeout 5 scancel --quiet --user="$(id -un)" 2>/dev/null || true
+      for ((i = 0; i < 50; i++)); do
+        [[ -z $(SLURM_CONF=$conf timeout 5 squeue -h -t R,CG,PD -o %i 2>/dev/null || true) ]] && break
+        sleep 0.2
+      done
+    fi
+  fi
+  if pid=$(pid_of "$dir/slurmd.pid" slurmd); then stop_pid "$pid"; fi
+  if pid=$(pid_of "$dir/slurmctld.pid" slurmctld); then stop_pid "$pid"; fi
+  rm -f "$dir/slurmd.pid" "$dir/slurmctld.pid"
+  if [[ -f $dir/munged.started ]]; then
+    local mine
+    mine=$(tr -dc '0-9' <"$dir/munged.started")
+    if pid=$(pid_of "$MUNGE_PIDFILE" munged) && [[ $pid == "$mine" ]]; then
+      if pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null; then
+        say "leaving munged ($pid) running: another Slurm daemon on this machine uses it"
+      else
+        stop_pid "$pid"
+      fi
+    fi
+    rm -f "$dir/munged.started"
   fi
 }
 
-up() {
-  for t in slurmctld slurmd munged sinfo; do
-    command -v "$t" >/dev/null || { echo "slurm.sh: $t is not installed (tests/tools/install-deps.sh)" >&2; exit 1; }
+# free_port P: true if nothing listens on TCP port P (IPv4 or IPv6).
+free_port() {
+  local hex
+  hex=$(printf '%04X' "$1")
+  ! awk -v p=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { found = 1 } END { exit !found }' \
+    /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+# pick_ports: two consecutive free ports in 20000-31999 (below the ephemeral range), starting
+# at a place derived from DIR so that clusters of different DIRs rarely even try the same.
+pick_ports() {
+  local start p i
+  start=$(( $(cksum <<<"$dir" | cut -d' ' -f1) % 5000 * 2 + 20000 ))
+  for ((i = 0; i < 1000; i++)); do
+    p=$(( (start - 20000 + 2 * i) % 12000 + 20000 ))
+    if free_port "$p" && free_port $((p + 1)); then echo "$p"; return 0; fi
   done
-  down  # stale daemons of an earlier run in the same DIR
-  mkdir -p "$dir"/{state,spool,log}
-  if ! alive /run/munge/munged.pid; then
-    mkdir -p /run/munge && chown munge:munge /run/munge
-    runuser -u munge -- /usr/sbin/munged
-    touch "$dir/started-munged"
+  return 1
+}
+
+start_munged() {
+  local pid i
+  if pid_of "$MUNGE_PIDFILE" munged >/dev/null; then
+    return 0
   fi
-  local host cpus
-  host=$(hostname)
-  cpus=$(slurmd -C | sed -n 's/.*CPUs=\([0-9]*\).*/\1/p' | head -n1)
-  cat >"$dir/slurm.conf" <<CONF
+  [[ -r /etc/munge/munge.key ]] || die "/etc/munge/munge.key is missing (reinstall munge)"
+  id munge >/dev/null 2>&1 || die "user 'munge' does not exist (reinstall munge)"
+  mkdir -p /run/munge && chown munge:munge /run/munge && chmod 0755 /run/munge
+  rm -f "$MUNGE_PIDFILE"
+  runuser -u munge -- /usr/sbin/munged 9>&- </dev/null >>"$dir/log/munged.stderr" 2>&1 ||
+    die "munged did not start: $(tail -n 5 "$dir/log/munged.stderr")"
+  for ((i = 0; i < 100; i++)); do
+    if pid=$(pid_of "$MUNGE_PIDFILE" munged); then
+      echo "$pid" >"$dir/munged.started"
+      say "started munged ($pid)"
+      return 0
+    fi
+    sleep 0.1
+  done
+  die "munged did not write $MUNGE_PIDFILE within 10 s"
+}
+
+write_conf() {
+  local host=$1 port=$2 node cpus mem extra=""
+  node=$(slurmd -C 2>/dev/null | head -n1) || true
+  cpus=$(sed -n 's/.* CPUs=\([0-9][0-9]*\).*/\1/p' <<<"$node")
+  mem=$(sed -n 's/.* RealMemory=\([0-9][0-9]*\).*/\1/p' <<<"$node")
+  [[ -n $cpus ]] || die "cannot parse CPUs from \`slurmd -C\`: '$node'"
+  [[ -n $mem ]] || mem=2000
+  mem=$((mem * 9 / 10)) # below the real value: more than reported would drain the node
+  if ((cpus < 2)); then
+    say "only $cpus CPU(s); declaring 2 (SlurmdParameters=config_overrides) so 2-rank jobs run"
+    cpus=2 extra="SlurmdParameters=config_overrides"
+  fi
+  cat >"$conf.tmp" <<CONF
+# Written by tests/tools/slurm.sh up $dir
 ClusterName=sitegen-test
 SlurmctldHost=$host
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -64,29 +174,79 @@ MpiDefault=none
 ReturnToService=2
 SchedulerType=sched/backfill
 JobAcctGatherType=jobacct_gather/none
-NodeName=$host CPUs=${cpus:-2} RealMemory=2000 State=UNKNOWN
+KillWait=5
+$extra
+NodeName=$host CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 CONF
-  export SLURM_CONF=$dir/slurm.conf
-  slurmctld -f "$SLURM_CONF"
-  slurmd -f "$SLURM_CONF"
-  local state=""
-  for _ in $(seq 300); do
-    state=$(sinfo -h -o %t 2>/dev/null | head -n1 || true)
+  mv "$conf.tmp" "$conf"
+}
+
+fail_up() {
+  say "ERROR: $*"
+  local f
+  for f in "$dir"/log/*; do
+    [[ -s $f ]] && { echo "--- $f (tail)" >&2; tail -n 15 "$f" >&2; }
+  done
+  down
+  exit 1
+}
+
+up() {
+  local t host port state="" i
+  for t in slurmctld slurmd sinfo squeue scancel srun munge /usr/sbin/munged runuser flock; do
+    command -v "$t" >/dev/null || die "$t is not installed (run tests/tools/install-deps.sh)"
+  done
+  [[ $(id -u) -eq 0 ]] || die "must run as root (munged as user munge, SlurmUser=root)"
+  ((${#dir} <= 70)) || die "DIR is ${#dir} bytes long; keep it <= 70 (slurmd's sockets live in it)"
+  mkdir -p "$dir"
+
+  # One `up`/`down` at a time on this machine: port choice and munged start must not race.
+  # fd 9 is closed for every daemon we start, or it would hold the lock forever.
+  exec 9>"$LOCK"
+  flock -w 120 9 || die "could not lock $LOCK within 120 s"
+
+  if is_up && [[ $(sinfo_state) == idle ]]; then
+    say "already up (reusing $conf)"
+    echo "export SLURM_CONF=$conf"
+    return 0
+  fi
+
+  host=$(hostname)
+  getent hosts "$host" >/dev/null || die "hostname '$host' does not resolve (add it to /etc/hosts)"
+  down # stale daemons of an earlier run in this DIR
+  rm -rf "$dir/state" "$dir/spool" "$dir/log"
+  mkdir -p "$dir/state" "$dir/spool" "$dir/log"
+  start_munged
+  if ! munge -n </dev/null | unmunge >/dev/null 2>&1; then
+    fail_up "munged is running but munge -n | unmunge fails"
+  fi
+  port=$(pick_ports) || die "no two free TCP ports in 20000-31999"
+  write_conf "$host" "$port"
+
+  slurmctld -f "$conf" 9>&- </dev/null >>"$dir/log/slurmctld.stderr" 2>&1 || fail_up "slurmctld -f $conf failed"
+  slurmd -f "$conf" 9>&- </dev/null >>"$dir/log/slurmd.stderr" 2>&1 || fail_up "slurmd -f $conf failed"
+  for ((i = 0; i < 300; i++)); do # 30 s
+    if ((i % 10 == 0)) && ! { pid_of "$dir/slurmctld.pid" slurmctld && pid_of "$dir/slurmd.pid" slurmd; } >/dev/null; then
+      ((i < 30)) || fail_up "a daemon died during start-up"
+    fi
+    state=$(sinfo_state)
     [[ $state == idle ]] && break
     sleep 0.1
   done
-  if [[ $state != idle ]]; then
-    echo "slurm.sh: node did not become idle (state '$state'); logs in $dir/log" >&2
-    tail -n 20 "$dir"/log/*.log >&2 || true
-    down
-    exit 1
-  fi
-  echo "export SLURM_CONF=$SLURM_CONF"
+  [[ $state == idle ]] || fail_up "node not idle after 30 s (sinfo state '$state')"
+  say "up: $conf (ports $port,$((port + 1)))"
+  echo "export SLURM_CONF=$conf"
 }
 
 case $cmd in
   up) up ;;
-  down) down ;;
-  *) echo "usage: slurm.sh up|down DIR" >&2; exit 2 ;;
+  down)
+    [[ -d $dir ]] || exit 0
+    exec 9>"$LOCK"
+    flock -w 120 9 || die "could not lock $LOCK within 120 s"
+    down
+    ;;
+  status) is_up && [[ $(sinfo_state) =~ ^(idle|mix|alloc)$ ]] ;;
+  *) usage ;;
 esac
