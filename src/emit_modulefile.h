@@ -1,10 +1,23 @@
 // emit: Lmod Lua modulefiles and .modulerc.lua for every stack.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "emit.h"
 
 namespace sitegen {
 
 OutputList emit_modulefiles(const Site& site, const EmitOptions& options);
+
+// The pieces of a stack's modulefile, for other writers that must produce an equivalent
+// module (EasyBuild's modluafooter). `body` expects a Lua local `root` (the install dir).
+struct ModulefileParts {
+    std::string dependencies;  // family / conflict / depends_on lines
+    std::string body;          // every environment change
+    std::string help;          // the help text
+    std::vector<std::string> variables;
+};
+ModulefileParts modulefile_parts(const Site& site, const Stack& stack, const EmitOptions& options);
 
 }  // namespace sitegen
