@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <stdexcept>
 
 namespace sitegen {
 
@@ -30,6 +31,19 @@ std::string compress(const std::vector<int>& cores, char sep) {
     return out;
 }
 
+// The domain's cores from core_offset on (raw position, reserved ones counted), minus
+// reserved cores, at most cores_per_rank of them (0 = all).
+std::vector<int> usable_cores(const std::vector<int>& domain, const std::vector<int>& reserved,
+                              const Binding& binding) {
+    std::vector<int> cores;
+    for (size_t i = static_cast<size_t>(binding.core_offset); i < domain.size(); ++i) {
+        if (binding.cores_per_rank > 0 && cores.size() == static_cast<size_t>(binding.cores_per_rank)) break;
+        if (std::find(reserved.begin(), reserved.end(), domain[i]) == reserved.end()) cores.push_back(domain[i]);
+    }
+    std::sort(cores.begin(), cores.end());
+    return cores;
+}
+
 }  // namespace
 
 std::optional<std::vector<int>> parse_core_ranges(std::string_view text) {
@@ -53,21 +67,22 @@ std::optional<std::vector<int>> parse_core_ranges(std::string_view text) {
 
 std::optional<std::vector<std::vector<int>>> rank_cores(const Hardware& hw, const Binding& binding,
                                                         std::string& error) {
+    if (binding.core_offset < 0 || binding.cores_per_rank < 0) {
+        error = "core_offset and cores_per_rank must not be negative";
+        return std::nullopt;
+    }
     std::vector<std::vector<int>> ranks;
     for (size_t r = 0; r < hw.device_cores.size(); ++r) {
-        const auto& domain = hw.device_cores[r];
-        std::vector<int> cores;
-        for (size_t i = static_cast<size_t>(binding.core_offset); i < domain.size(); ++i) {
-            int c = domain[i];
-            if (std::find(hw.reserved_cores.begin(), hw.reserved_cores.end(), c) != hw.reserved_cores.end())
-                continue;
-            if (binding.cores_per_rank > 0 && static_cast<int>(cores.size()) == binding.cores_per_rank) break;
-            cores.push_back(c);
-        }
-        if (cores.empty() || (binding.cores_per_rank > 0 && static_cast<int>(cores.size()) < binding.cores_per_rank)) {
+        std::vector<int> cores = usable_cores(hw.device_cores[r], hw.reserved_cores, binding);
+        const size_t needed = static_cast<size_t>(std::max(1, binding.cores_per_rank));
+        if (cores.size() < needed) {
             error = "device " + std::to_string(r) + " has " + std::to_string(cores.size()) +
-                    " usable cores after offset and reserved cores, but " +
-                    std::to_string(std::max(1, binding.cores_per_rank)) + " are needed per rank";
+                    " usable cores after core_offset " + std::to_string(binding.core_offset) +
+                    " and reserved cores, but " + std::to_string(needed) + " are needed per rank";
+            return std::nullopt;
+        }
+        if (cores.front() < 0) {
+            error = "device " + std::to_string(r) + " lists a negative core id";
             return std::nullopt;
         }
         ranks.push_back(std::move(cores));
@@ -80,7 +95,10 @@ std::string slurm_mask_list(const std::vector<std::vector<int>>& ranks) {
     for (const auto& cores : ranks) {
         int top = cores.empty() ? 0 : *std::max_element(cores.begin(), cores.end());
         std::vector<int> nibbles(static_cast<size_t>(top / 4 + 1), 0);
-        for (int c : cores) nibbles[static_cast<size_t>(c / 4)] |= 1 << (c % 4);
+        for (int c : cores) {
+            if (c < 0) throw std::invalid_argument("negative core id " + std::to_string(c));
+            nibbles[static_cast<size_t>(c / 4)] |= 1 << (c % 4);
+        }
         std::string hex;
         for (auto it = nibbles.rbegin(); it != nibbles.rend(); ++it) hex += "0123456789abcdef"[*it];
         hex.erase(0, std::min(hex.find_first_not_of('0'), hex.size() - 1));
@@ -97,6 +115,8 @@ std::string pals_cpu_bind_list(const std::vector<std::vector<int>>& ranks, bool 
 }
 
 std::string affinity_list(const std::vector<std::vector<int>>& ranks, std::string_view pick) {
+    if (pick != "last" && pick != "next")
+        throw std::invalid_argument("affinity pick must be \"last\" or \"next\", not \"" + std::string(pick) + "\"");
     std::string out;
     for (const auto& cores : ranks) {
         if (cores.empty()) continue;
