@@ -40,9 +40,10 @@ std::string python_command(const Stack& stack) {
     return stack.python.interpreter.empty() ? "python" : bash_word(stack.python.interpreter);
 }
 
-// `export NAME="${NAME-value}"`: the site's value unless the user already chose one.
+// The site's value unless the user already chose one. (Not "${NAME-value}": inside it bash
+// also parses } and quotes, so a value could end the expansion early.)
 std::string export_default(const std::string& name, const std::string& value) {
-    return "export " + name + "=\"${" + name + "-" + bash_double_quoted(value) + "}\"\n";
+    return "[[ -n ${" + name + "+x} ]] || " + name + "=" + bash_word(value) + "\nexport " + name + "\n";
 }
 
 std::string collective_exports(const Site& site) {
