@@ -74,8 +74,8 @@ std::map<std::string, std::vector<std::string>> stack_commands(const Site& site,
                                                                const EmitOptions& options) {
     std::map<std::string, std::vector<std::string>> out;
     const std::string base = stack_output_path(site, stack, "");
-    OutputList files = emit_runscripts(site, options);
-    OutputList venv = emit_venv_extensions(site, options);
+    OutputList files = emit_stack_runscripts(site, stack, options);
+    OutputList venv = emit_stack_venv_extension(site, stack, options);
     files.insert(files.end(), venv.begin(), venv.end());
     for (const auto& f : files) {
         if (f.path.compare(0, base.size(), base) != 0) continue;

@@ -323,26 +323,33 @@ std::string rank_wrapper_name(const Site& site, const Stack& stack) {
     return in_container(site, stack) ? "conda-python-distributed" : "python-distributed";
 }
 
+OutputList emit_stack_runscripts(const Site& site, const Stack& stack, const EmitOptions& options) {
+    OutputList out;
+    auto add = [&](const std::string& rel, std::string text, bool exec) {
+        out.push_back({stack_output_path(site, stack, rel), std::move(text), exec});
+    };
+    const std::string wrapper = rank_wrapper_name(site, stack);
+    if (site.site.scheduler == Scheduler::slurm) {
+        add("runscripts/" + wrapper, slurm_wrapper(site, stack, wrapper), true);
+        add("runscripts/get-master", get_master(stack), true);
+        add("runscripts/job.slurm", slurm_job(site, stack, options, wrapper), true);
+    } else {
+        add("runscripts/" + wrapper, pbs_wrapper(site, stack, wrapper), true);
+        add("runscripts/job.pbs", pbs_job(site, stack, options, wrapper), true);
+    }
+    if (in_container(site, stack)) {
+        add("runscripts/init-conda-venv", init_conda_venv(stack), false);
+        add("runscripts/conda-python-simple", python_simple(stack), true);
+        add("bin/start-shell", start_shell(site, stack), true);
+    }
+    return out;
+}
+
 OutputList emit_runscripts(const Site& site, const EmitOptions& options) {
     OutputList out;
     for (const auto& stack : site.stacks) {
-        auto add = [&](const std::string& rel, std::string text, bool exec) {
-            out.push_back({stack_output_path(site, stack, rel), std::move(text), exec});
-        };
-        const std::string wrapper = rank_wrapper_name(site, stack);
-        if (site.site.scheduler == Scheduler::slurm) {
-            add("runscripts/" + wrapper, slurm_wrapper(site, stack, wrapper), true);
-            add("runscripts/get-master", get_master(stack), true);
-            add("runscripts/job.slurm", slurm_job(site, stack, options, wrapper), true);
-        } else {
-            add("runscripts/" + wrapper, pbs_wrapper(site, stack, wrapper), true);
-            add("runscripts/job.pbs", pbs_job(site, stack, options, wrapper), true);
-        }
-        if (in_container(site, stack)) {
-            add("runscripts/init-conda-venv", init_conda_venv(stack), false);
-            add("runscripts/conda-python-simple", python_simple(stack), true);
-            add("bin/start-shell", start_shell(site, stack), true);
-        }
+        OutputList part = emit_stack_runscripts(site, stack, options);
+        out.insert(out.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
     }
     return out;
 }

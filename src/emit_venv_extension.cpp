@@ -177,11 +177,15 @@ std::string script(const Stack& stack) {
 
 }  // namespace
 
-OutputList emit_venv_extensions(const Site& site, const EmitOptions&) {
+OutputList emit_stack_venv_extension(const Site& site, const Stack& stack, const EmitOptions&) {
+    if (!stack.venv_extension) return {};
+    return {{stack_output_path(site, stack, "bin/extend-venv-activate"), script(stack), true}};
+}
+
+OutputList emit_venv_extensions(const Site& site, const EmitOptions& options) {
     OutputList out;
     for (const auto& stack : site.stacks)
-        if (stack.venv_extension)
-            out.push_back({stack_output_path(site, stack, "bin/extend-venv-activate"), script(stack), true});
+        for (auto& f : emit_stack_venv_extension(site, stack, options)) out.push_back(std::move(f));
     return out;
 }
 
