@@ -8,7 +8,7 @@ namespace sitegen {
 namespace {
 
 // One bracket group "001-003,007" -> {"001","002","003","007"}, padding kept.
-bool expand_group(std::string_view group, std::vector<std::string>& out, std::string& error) {
+bool expand_group(std::string_view group, std::vector<std::string>& out, std::string& error, size_t max_hosts) {
     size_t start = 0;
     while (start <= group.size()) {
         size_t comma = group.find(',', start);
@@ -26,7 +26,11 @@ bool expand_group(std::string_view group, std::vector<std::string>& out, std::st
             error = "bad range '" + std::string(part) + "' in hostlist";
             return false;
         }
-        if (b - a > 1'000'000) { error = "range '" + std::string(part) + "' is too large"; return false; }
+        // Checked before expanding, so a hostile range never allocates.
+        if (out.size() + (b - a) >= max_hosts) {
+            error = "range '" + std::string(part) + "' expands to more than " + std::to_string(max_hosts) + " hosts";
+            return false;
+        }
         const size_t width = lo.size() > 1 && lo[0] == '0' ? lo.size() : 0;
         for (unsigned long v = a; v <= b; ++v) {
             std::string s = std::to_string(v);
@@ -52,7 +56,7 @@ bool expand_item(std::string_view item, std::vector<std::string>& out, std::stri
         size_t close = item.find(']', open);
         if (close == item.npos) { error = "unbalanced '[' in hostlist"; return false; }
         std::vector<std::string> values;
-        if (!expand_group(item.substr(open + 1, close - open - 1), values, error)) return false;
+        if (!expand_group(item.substr(open + 1, close - open - 1), values, error, max_hosts)) return false;
         if (hosts.size() * values.size() > max_hosts) { error = "hostlist expands to too many hosts"; return false; }
         std::vector<std::string> next;
         for (const auto& h : hosts)
@@ -61,6 +65,7 @@ bool expand_item(std::string_view item, std::vector<std::string>& out, std::stri
         i = close + 1;
     }
     if (hosts.size() == 1 && hosts[0].empty()) { error = "empty host name in hostlist"; return false; }
+    if (hosts.size() > max_hosts) { error = "hostlist expands to too many hosts"; return false; }
     out.insert(out.end(), hosts.begin(), hosts.end());
     return true;
 }
@@ -77,8 +82,8 @@ std::optional<std::vector<std::string>> expand_hostlist(std::string_view expr, s
         if (i < expr.size() && expr[i] == ']') --depth;
         if (depth < 0) { error = "unbalanced ']' in hostlist"; return std::nullopt; }
         if (i == expr.size() || (expr[i] == ',' && depth == 0)) {
-            if (!expand_item(expr.substr(start, i - start), out, error, max_hosts)) return std::nullopt;
-            if (out.size() > max_hosts) { error = "hostlist expands to too many hosts"; return std::nullopt; }
+            // Each item gets only what is left of the budget, so `out` never passes max_hosts.
+            if (!expand_item(expr.substr(start, i - start), out, error, max_hosts - out.size())) return std::nullopt;
             start = i + 1;
         }
     }
@@ -87,31 +92,44 @@ std::optional<std::vector<std::string>> expand_hostlist(std::string_view expr, s
 }
 
 std::string bash_first_host_function() {
+    // Pattern expansions only, no per-character loop: a fixed number of steps per bracket
+    // group of the first item, plus one bracket-balance pass over the whole list.
     return R"BASH(# sitegen_first_host LIST: first host of a Slurm hostlist, in pure bash (no fork).
 # "nid[001-003,007],x" -> nid001; "rack[1-2]n[01-04]" -> rack1n01; padding is kept.
+# Checks the brackets of the whole list and the syntax of the first item; on malformed
+# input prints a message to stderr and returns 2.
 sitegen_first_host() {
-  local list=$1 item="" out="" rest group c depth=0 i
-  for ((i = 0; i < ${#list}; i++)); do
-    c=${list:i:1}
-    if [[ $c == '[' ]]; then depth=$((depth + 1)); fi
-    if [[ $c == ']' ]]; then depth=$((depth - 1)); fi
-    if [[ $c == ',' && $depth -eq 0 ]]; then break; fi
-    item+=$c
-  done
-  if [[ -z $item || $depth -ne 0 ]]; then
-    printf 'sitegen_first_host: malformed hostlist: %s\n' "$list" >&2
-    return 2
-  fi
-  rest=$item
-  while [[ $rest == *'['* ]]; do
-    out+=${rest%%'['*}
-    rest=${rest#*'['}
+  # Bytes, not characters: host names are ASCII, and multibyte pattern matching is slow.
+  local LC_ALL=C
+  local list=${1-} rest out="" literal group first lo hi brackets
+  local range_list='^[[:digit:]]{1,18}(-[[:digit:]]{1,18})?(,[[:digit:]]{1,18}(-[[:digit:]]{1,18})?)*$'
+  # Balanced, unnested brackets leave nothing here; anything else skips to the error.
+  brackets=${list//[^\[\]]/}
+  brackets=${brackets//'[]'/}
+  rest=$list
+  while [[ -z $brackets ]]; do
+    literal=${rest%%[\[\],]*}
+    out+=$literal
+    rest=${rest#"$literal"}
+    if [[ $rest != '['* ]]; then
+      if [[ -n $out ]]; then
+        printf '%s\n' "$out"
+        return 0
+      fi
+      break
+    fi
     group=${rest%%']'*}
-    rest=${rest#*']'}
-    group=${group%%,*}
-    out+=${group%%-*}
+    rest=${rest:${#group}+1}
+    group=${group#'['}
+    [[ $group =~ $range_list ]] || break
+    first=${group%%,*}
+    lo=${first%%-*}
+    hi=${first#*-}
+    ((10#$lo <= 10#$hi)) || break
+    out+=$lo
   done
-  printf '%s\n' "$out$rest"
+  printf 'sitegen_first_host: malformed hostlist: %s\n' "$list" >&2
+  return 2
 }
 )BASH";
 }
