@@ -11,7 +11,7 @@
 namespace sitegen {
 
 constexpr int kMaxExtendsDepth = 16;
-constexpr size_t kMaxSiteFileBytes = 4 * 1024 * 1024;
+constexpr size_t kMaxSiteFileBytes = 8 * 1024 * 1024;  // 10,000 stacks fit; a 10 MB file does not
 
 // Names of the sites under sites_dir (subdirectories holding site.toml), sorted.
 std::vector<std::string> list_sites(FileSystem& fs, const std::string& sites_dir);
