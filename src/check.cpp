@@ -37,6 +37,25 @@ struct Checker {
             diags.error(site.where(path), "'" + path + "' must be an absolute path, found '" + value + "'");
     }
 
+    // Values that land in one line of a batch directive or a ':'/','-separated list.
+    void single_line(const std::string& path, const std::string& value) {
+        for (unsigned char c : value)
+            if (c < 0x20 || c == 0x7f) {
+                diags.error(site.where(path), "'" + path + "' must be a single line without control characters");
+                return;
+            }
+    }
+    void no_separator(const std::string& path, const std::string& value, const std::string& separators,
+                      const std::string& where_used) {
+        single_line(path, value);
+        for (char c : separators)
+            if (value.find(c) != std::string::npos) {
+                diags.error(site.where(path), "'" + path + "' contains '" + std::string(1, c) + "', which would split " + where_used);
+                return;
+            }
+    }
+    void check_text_placement();
+
     void run(const std::string& expected_name);
     void check_stack(size_t i);
 };
@@ -98,6 +117,7 @@ void Checker::run(const std::string& expected_name) {
         require("python.layout");
         require("python.version");
     }
+    check_text_placement();
     if (site.stacks.empty()) diags.error(site.where(""), "no [[stacks]] defined: a site publishes at least one stack");
     std::set<std::string> seen;
     std::map<std::string, size_t> default_of;
@@ -140,6 +160,39 @@ void Checker::check_stack(size_t i) {
                     "python layout 'container-venv' needs a [container] table");
     if (s.image.find('/') != std::string::npos)
         diags.error(site.where(p + ".image"), "'image' is a file name in container.image_dir, not a path");
+}
+
+void Checker::check_text_placement() {
+    const auto& b = site.batch;
+    for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+             {"partition", b.partition}, {"account", b.account}, {"time", b.time}, {"mem", b.mem},
+             {"output", b.output}, {"place", b.place}, {"filesystems", b.filesystems}})
+        single_line("batch." + key, value);
+    no_separator("site.install_prefix", site.site.install_prefix, ":", "PATH-like variables");
+    for (size_t i = 0; i < site.site.base_modules.size(); ++i)
+        single_line("site.base_modules." + std::to_string(i), site.site.base_modules[i]);
+    for (size_t i = 0; i < site.container.binds.size(); ++i) {
+        const auto& bind = site.container.binds[i];
+        const std::string p = "container.binds." + std::to_string(i);
+        no_separator(p + ".host", bind.host, ":,", "the bind list");
+        if (present(p + ".container")) no_separator(p + ".container", bind.container, ":,", "the bind list");
+        if (!bind.host.empty() && bind.host[0] != '/')
+            diags.error(site.where(p + ".host"), "bind host path '" + bind.host + "' must be absolute");
+        if (present(p + ".container") && !bind.container.empty() && bind.container[0] != '/')
+            diags.error(site.where(p + ".container"), "bind container path '" + bind.container + "' must be absolute");
+    }
+    no_separator("container.image_dir", site.container.image_dir, ",", "the bind list");
+    for (size_t i = 0; i < site.stacks.size(); ++i) {
+        const auto& py = site.stacks[i].python;
+        const std::string p = "stacks." + std::to_string(i);
+        for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+                 {"conda_root", py.conda_root}, {"conda_env", py.conda_env}, {"venv", py.venv},
+                 {"interpreter", py.interpreter}})
+            no_separator(site.regions.count(p + ".python." + key) ? p + ".python." + key : "python." + key,
+                         value, ":", "PATH-like variables");
+        for (size_t k = 0; k < site.stacks[i].base_modules.size(); ++k)
+            single_line(p + ".base_modules." + std::to_string(k), site.stacks[i].base_modules[k]);
+    }
 }
 
 }  // namespace

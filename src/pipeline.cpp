@@ -122,7 +122,15 @@ Result run_build(FileSystem& fs, const Request& request) {
         for (const auto& l : sites) {
             EmitOptions options;
             options.prefix = request.prefix ? *request.prefix : l.site.site.install_prefix;
-            OutputList part = emit_all(l.site, options);
+            OutputList part;
+            try {
+                part = emit_all(l.site, options);
+            } catch (const std::exception& e) {
+                // Checks should have refused the input; never crash or write half a tree.
+                diags.error(l.site.where(""), std::string("internal error while generating outputs: ") + e.what(),
+                            "please report this with the site file");
+                continue;
+            }
             // Two outputs at one path would silently lose one: refuse instead.
             for (size_t i = 1; i < part.size(); ++i)
                 if (part[i].path == part[i - 1].path)
