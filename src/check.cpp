@@ -40,7 +40,7 @@ struct Checker {
     // Values that land in one line of a batch directive or a ':'/','-separated list.
     void single_line(const std::string& path, const std::string& value) {
         for (unsigned char c : value)
-            if (c < 0x20 || c == 0x7f) {
+            if ((c < 0x20 && c != '\t') || c == 0x7f) {
                 diags.error(site.where(path), "'" + path + "' must be a single line without control characters");
                 return;
             }
@@ -169,6 +169,12 @@ void Checker::check_text_placement() {
              {"output", b.output}, {"place", b.place}, {"filesystems", b.filesystems}})
         single_line("batch." + key, value);
     no_separator("site.install_prefix", site.site.install_prefix, ":", "PATH-like variables");
+    // Lmod 8.6 emits `export NAME='...'` for the user's shell to eval: a line break in a
+    // value ends the quoted word there and the rest would run as a command.
+    for (const auto& [name, value] : site.collectives.env) single_line("collectives.env." + name, value);
+    for (size_t i = 0; i < site.stacks.size(); ++i)
+        for (const auto& [name, value] : site.stacks[i].env)
+            single_line("stacks." + std::to_string(i) + ".env." + name, value);
     for (size_t i = 0; i < site.site.base_modules.size(); ++i)
         single_line("site.base_modules." + std::to_string(i), site.site.base_modules[i]);
     for (size_t i = 0; i < site.container.binds.size(); ++i) {
