@@ -20,6 +20,11 @@
 #           use the same munged). Always exits 0 when nothing of DIR is left running.
 # status DIR  exit 0 iff DIR's cluster is up and answering.
 #
+# Tuned for tests: SchedulerParameters=batch_sched_delay=0 (batch jobs start at once) and
+# MinJobAge=5, which makes `sbatch --wait` poll every 2 s instead of 2, 8, 32 s (a short
+# job then returns in ~2-4 s, not 10+); the price: a finished job's record (scontrol show
+# job, squeue) is purged ~5 s after it ends. KillWait=5.
+#
 # Keep DIR short (it holds slurmd's unix sockets; the path must stay well under 108 bytes):
 # a mktemp -d under /tmp is fine.
 set -euo pipefail
@@ -45,8 +50,16 @@ pid_of() {
   pid=$(tr -dc '0-9' <"$file")
   [[ -n $pid ]] || return 1
   comm=$(cat "/proc/$pid/comm" 2>/dev/null) || return 1
-  [[ $comm == "$prog" ]] || return 1
+  [[ $comm == "$prog" ]] && alive "$pid" || return 1
   echo "$pid"
+}
+
+# alive PID: the process exists and is not a zombie (PID 1 here may not reap orphans).
+alive() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [[ ${stat:0:1} != Z ]]
 }
 
 # stop_pid PID: TERM, wait up to 10 s, then KILL.
@@ -54,7 +67,7 @@ stop_pid() {
   local pid=$1 i
   kill -TERM "$pid" 2>/dev/null || return 0
   for ((i = 0; i < 100; i++)); do
-    kill -0 "$pid" 2>/dev/null || return 0
+    alive "$pid" || return 0
     sleep 0.1
   done
   say "pid $pid ignored SIGTERM for 10 s; SIGKILL"
@@ -68,6 +81,16 @@ is_up() {
     pid_of "$dir/slurmd.pid" slurmd >/dev/null && pid_of "$MUNGE_PIDFILE" munged >/dev/null
 }
 
+# others_alive: some slurmctld or slurmd (not a zombie) runs on this machine.
+others_alive() {
+  local p
+  for p in $(pgrep -x slurmctld; pgrep -x slurmd); do
+    alive "$p" && return 0
+  done
+  return 1
+}
+
+# down [keep-munged]: stop DIR's daemons; munged too unless told to keep it (up's clean-up).
 down() {
   local pid i
   if [[ -r $conf ]] && pid_of "$dir/slurmctld.pid" slurmctld >/dev/null; then
@@ -83,11 +106,11 @@ down() {
   if pid=$(pid_of "$dir/slurmd.pid" slurmd); then stop_pid "$pid"; fi
   if pid=$(pid_of "$dir/slurmctld.pid" slurmctld); then stop_pid "$pid"; fi
   rm -f "$dir/slurmd.pid" "$dir/slurmctld.pid"
-  if [[ -f $dir/munged.started ]]; then
+  if [[ -f $dir/munged.started && ${1:-} != keep-munged ]]; then
     local mine
     mine=$(tr -dc '0-9' <"$dir/munged.started")
     if pid=$(pid_of "$MUNGE_PIDFILE" munged) && [[ $pid == "$mine" ]]; then
-      if pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null; then
+      if others_alive; then
         say "leaving munged ($pid) running: another Slurm daemon on this machine uses it"
       else
         stop_pid "$pid"
@@ -120,8 +143,9 @@ pick_ports() {
 start_munged() {
   local pid i
   if pid_of "$MUNGE_PIDFILE" munged >/dev/null; then
-    return 0
+    return 0 # running (ours from an earlier `up` of DIR, recorded in munged.started, or not)
   fi
+  rm -f "$dir/munged.started"
   [[ -r /etc/munge/munge.key ]] || die "/etc/munge/munge.key is missing (reinstall munge)"
   id munge >/dev/null 2>&1 || die "user 'munge' does not exist (reinstall munge)"
   mkdir -p /run/munge && chown munge:munge /run/munge && chmod 0755 /run/munge
@@ -173,8 +197,10 @@ SelectTypeParameters=CR_Core
 MpiDefault=none
 ReturnToService=2
 SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0
 JobAcctGatherType=jobacct_gather/none
 KillWait=5
+MinJobAge=5
 $extra
 NodeName=$host CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
@@ -214,7 +240,7 @@ up() {
 
   host=$(hostname)
   getent hosts "$host" >/dev/null || die "hostname '$host' does not resolve (add it to /etc/hosts)"
-  down # stale daemons of an earlier run in this DIR
+  down keep-munged # stale daemons of an earlier run in this DIR
   rm -rf "$dir/state" "$dir/spool" "$dir/log"
   mkdir -p "$dir/state" "$dir/spool" "$dir/log"
   start_munged
