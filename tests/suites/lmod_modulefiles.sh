@@ -132,9 +132,11 @@ for site in lumi frontier cirrus aurora local; do
   if report=$(lmod_load_unload_roundtrip "$mp" "$mod" 2>&1); then pass; else fail "$site: unload did not restore the environment"; echo "$report"; fi
   spider=$(lmod_spider "$mp" "$mod")
   if [[ $spider == *"$mod"* && $spider == *"Description:"* ]]; then pass; else fail "$site: module spider did not show $mod with its whatis"; echo "$spider" | head; fi
-  syntax=$(lmod_check_syntax "$mp" "$mod")
-  if [[ -z $syntax ]]; then pass; else fail "$site: lmod --checkSyntax reported: $syntax"; fi
-  tree=$(lmod_check_tree "$out/modules-out/$site/modulefiles" | sed '/^[[:space:]]*$/d')
-  if [[ $tree == "No errors found" ]]; then pass; else fail "$site: check_module_tree_syntax reported: $tree"; fi
+  if syntax=$(lmod_check_syntax "$mp" "$mod") && [[ -z $syntax ]]; then pass; else fail "$site: lmod --checkSyntax reported: $syntax"; fi
+  if tree=$(lmod_check_tree "$out/modules-out/$site/modulefiles") && [[ $(sed '/^[[:space:]]*$/d' <<<"$tree") == "No errors found" ]]; then
+    pass
+  else
+    fail "$site: check_module_tree_syntax reported: $tree"
+  fi
 done
 finish
