@@ -478,12 +478,17 @@ struct ChunkCall {
     const std::string* name;
     const std::vector<HostFunction>* host;  // null: run with no arguments, keep nothing
     std::vector<int>* kept;
+    int env_ref;                            // LUA_NOREF: the globals
 };
 
 int run_chunk(lua_State* L) {
     auto* c = static_cast<ChunkCall*>(lua_touserdata(L, 1));
     lua_settop(L, 0);
     if (luaL_loadbufferx(L, c->text->data(), c->text->size(), c->name->c_str(), "t") != LUA_OK) return lua_error(L);
+    if (c->env_ref != LUA_NOREF) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, c->env_ref);
+        lua_setupvalue(L, -2, 1);  // a main chunk's only upvalue is _ENV
+    }
     const int nargs = c->host ? static_cast<int>(c->host->size()) : 0;
     luaL_checkstack(L, nargs, "too many host functions");
     for (int i = 0; i < nargs; ++i) {
@@ -528,13 +533,14 @@ int set_frozen_global(lua_State* L) {
     return 0;
 }
 
-int l_line_in(lua_State* L) {
-    const char* source = luaL_checkstring(L, 1);
+int l_caller(lua_State* L) {
+    const auto& st = state_of(L);
     lua_Debug ar;
     for (int level = 1; lua_getstack(L, level, &ar); ++level) {
-        if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0 && std::strcmp(ar.source, source) == 0) {
+        if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0 && !st.is_host_source(ar.source)) {
             lua_pushinteger(L, ar.currentline);
-            return 1;
+            lua_pushstring(L, ar.source[0] == '@' || ar.source[0] == '=' ? ar.source + 1 : ar.short_src);
+            return 2;
         }
     }
     lua_pushinteger(L, 0);
@@ -663,16 +669,16 @@ LuaResult LuaSandbox::call(lua_CFunction fn, void* arg) {
     return result;
 }
 
-LuaResult LuaSandbox::run(const std::string& text, const std::string& chunkname) {
+LuaResult LuaSandbox::run(const std::string& text, const std::string& chunkname, int env_ref) {
     state_->add_chunk(chunkname, false);
-    ChunkCall c{&text, &chunkname, nullptr, nullptr};
+    ChunkCall c{&text, &chunkname, nullptr, nullptr, env_ref};
     return call(run_chunk, &c);
 }
 
 LuaResult LuaSandbox::run_host_chunk(const std::string& text, const std::string& chunkname,
                                      const std::vector<HostFunction>& args, std::vector<int>& kept) {
     state_->add_chunk(chunkname, true);
-    ChunkCall c{&text, &chunkname, &args, &kept};
+    ChunkCall c{&text, &chunkname, &args, &kept, LUA_NOREF};
     return call(run_chunk, &c);
 }
 
@@ -691,6 +697,6 @@ const std::string& LuaSandbox::printed() const { return state_->printed; }
 size_t LuaSandbox::memory_used() const { return state_->used; }
 const SandboxLimits& LuaSandbox::limits() const { return state_->limits; }
 
-HostFunction LuaSandbox::line_in_function() { return {l_line_in, nullptr}; }
+HostFunction LuaSandbox::caller_function() { return {l_caller, nullptr}; }
 
 }  // namespace sitegen

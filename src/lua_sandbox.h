@@ -103,8 +103,9 @@ public:
     LuaSandbox& operator=(const LuaSandbox&) = delete;
 
     // Compiles `text` as a text chunk (never bytecode) named `chunkname` ("@rules/x.lua", so
-    // errors read rules/x.lua:12) and runs it with the globals as its environment.
-    LuaResult run(const std::string& text, const std::string& chunkname);
+    // errors read rules/x.lua:12) and runs it with the globals as its environment, or with the
+    // kept table `env_ref` (from run_host_chunk) instead.
+    LuaResult run(const std::string& text, const std::string& chunkname, int env_ref = LUA_NOREF);
 
     // Runs a trusted host chunk with `args` as its `...`; each value it returns is kept in the
     // registry and its reference appended to `kept` (for call_kept).
@@ -127,9 +128,9 @@ public:
     size_t memory_used() const;
     const SandboxLimits& limits() const;
 
-    // A HostFunction that returns the current line of the innermost active frame of chunk
-    // `source` (its first argument, e.g. "@x.lua"), or 0: lets host chunks locate callers.
-    static HostFunction line_in_function();
+    // A HostFunction returning the line and file of the innermost frame that is not host code
+    // (0 and nil when there is none): lets host chunks say where the untrusted caller is.
+    static HostFunction caller_function();
 
     struct State;
 

@@ -1,0 +1,500 @@
+// Rule engine: finds rule files, exposes the site read-only and turns findings into diagnostics.
+#include "rules.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace sitegen {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The rule API, run as trusted host code in every rule file's sandbox before the file.
+// Arguments: host functions (register, report, declared, caller). Returns run_check(i).
+constexpr const char* kPrelude = R"lua(-- rules prelude: rule{}, error_at, warn_at, report and declared over the read-only site
+local register, report_host, declared_host, caller = ...
+local site, pathof, pcall, error, type, ipairs, tostring = site, pathof, pcall, error, type, ipairs, tostring
+local rules, current = {}, nil
+
+local roots = { [""] = true, site = true, hardware = true, binding = true, batch = true,
+                collectives = true, container = true, python = true, stacks = true, files = true }
+
+local function path_string(fn, path, level)
+  if type(path) == "table" then
+    local ok, p = pcall(pathof, path)
+    if ok then return p end
+  end
+  if type(path) ~= "string" then
+    error(fn .. ": path must be a dotted key path such as 'hardware.nics' or a site table, got " .. type(path), level)
+  end
+  if not roots[path:match("^[^.]*")] then
+    error(fn .. ": '" .. path .. "' is not a site path (it must start with one of the site's tables, e.g. 'hardware.')", level)
+  end
+  return path
+end
+
+local severities = { error = true, warning = true, note = true }
+
+local function emit(fn, severity, path, message)
+  if not current then error(fn .. " can only be called while a rule's check function runs", 3) end
+  if not severities[severity] then
+    error(fn .. ": severity must be 'error', 'warning' or 'note', got " .. tostring(severity), 3)
+  end
+  path = path_string(fn, path, 4)
+  if type(message) ~= "string" then error(fn .. ": message must be a string, got " .. type(message), 3) end
+  report_host(current.name, severity, path, message)
+end
+
+function error_at(path, message) emit("error_at", "error", path, message) end
+function warn_at(path, message) emit("warn_at", "warning", path, message) end
+function report(t)
+  if type(t) ~= "table" then error("report: expects a table {severity=, path=, message=}", 2) end
+  emit("report", t.severity or "error", t.path, t.message)
+end
+function declared(path) return declared_host(path_string("declared", path, 3)) end
+
+function rule(spec)
+  if type(spec) ~= "table" then error("rule: expects a table {name=, description=, check=}", 2) end
+  local name = spec.name
+  if type(name) ~= "string" or not name:match("^[a-z0-9][a-z0-9%-]*$") then
+    error("rule: name must be lower-case letters, digits and '-' (e.g. 'gpu-masks'), got " .. tostring(name), 2)
+  end
+  if spec.description ~= nil and type(spec.description) ~= "string" then
+    error("rule '" .. name .. "': description must be a string", 2)
+  end
+  if type(spec.check) ~= "function" then error("rule '" .. name .. "': check must be a function(site)", 2) end
+  for _, r in ipairs(rules) do
+    if r.name == name then error("rule '" .. name .. "' is defined twice in this file", 2) end
+  end
+  rules[#rules + 1] = { name = name, check = spec.check }
+  register(name, spec.description or "", (caller()))
+end
+
+return function(i)
+  current = rules[i]  -- stays set if check fails: the next call replaces it
+  current.check(site)
+  current = nil
+end
+)lua";
+
+const char* const kPreludeName = "=[rules prelude]";
+
+// ---- the site as a Lua value tree -------------------------------------------------------
+
+std::string child(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
+
+LuaValue str(const std::string& v, const std::string& path) { return LuaValue::make_string(v, path); }
+LuaValue num(long long v, const std::string& path) { return LuaValue::make_int(v, path); }
+LuaValue flag(bool v, const std::string& path) { return LuaValue::make_bool(v, path); }
+
+LuaValue strings(const std::vector<std::string>& values, const std::string& path) {
+    LuaValue t = LuaValue::make_table(path);
+    for (size_t i = 0; i < values.size(); ++i) t.push(str(values[i], child(path, std::to_string(i))));
+    return t;
+}
+
+LuaValue ints(const std::vector<int>& values, const std::string& path) {
+    LuaValue t = LuaValue::make_table(path);
+    for (size_t i = 0; i < values.size(); ++i) t.push(num(values[i], child(path, std::to_string(i))));
+    return t;
+}
+
+// Name/value pairs in order ({name=, value=} items) plus a by-name lookup of the value.
+LuaValue pairs_table(const EnvList& env, const std::string& path) {
+    LuaValue t = LuaValue::make_table(path);
+    for (const auto& [name, value] : env) {
+        const std::string p = child(path, name);
+        LuaValue pair = LuaValue::make_table(p);
+        pair.add("name", str(name, p)).add("value", str(value, p));
+        t.push(std::move(pair));
+    }
+    for (const auto& [name, value] : env) t.add(name, str(value, child(path, name)));
+    return t;
+}
+
+LuaValue python_table(const Python& py, const std::string& path) {
+    LuaValue t = LuaValue::make_table(path);
+    t.add("layout", str(to_string(py.layout), child(path, "layout")))
+        .add("version", str(py.version, child(path, "version")))
+        .add("interpreter", str(py.interpreter, child(path, "interpreter")))
+        .add("conda_root", str(py.conda_root, child(path, "conda_root")))
+        .add("conda_env", str(py.conda_env, child(path, "conda_env")))
+        .add("venv", str(py.venv, child(path, "venv")));
+    return t;
+}
+
+LuaValue site_info_table(const SiteInfo& s) {
+    const std::string p = "site";
+    LuaValue t = LuaValue::make_table(p);
+    t.add("name", str(s.name, child(p, "name")))
+        .add("description", str(s.description, child(p, "description")))
+        .add("url", str(s.url, child(p, "url")))
+        .add("scheduler", str(to_string(s.scheduler), child(p, "scheduler")))
+        .add("launcher", str(to_string(s.launcher), child(p, "launcher")))
+        .add("install_prefix", str(s.install_prefix, child(p, "install_prefix")))
+        .add("module_system", str(s.module_system, child(p, "module_system")))
+        .add("module_use", strings(s.module_use, child(p, "module_use")))
+        .add("base_modules", strings(s.base_modules, child(p, "base_modules")));
+    return t;
+}
+
+LuaValue hardware_table(const Hardware& h) {
+    const std::string p = "hardware";
+    LuaValue cores = LuaValue::make_table(child(p, "device_cores"));
+    for (size_t i = 0; i < h.device_cores.size(); ++i)
+        cores.push(ints(h.device_cores[i], child(cores.path, std::to_string(i))));
+    LuaValue t = LuaValue::make_table(p);
+    t.add("gpu_vendor", str(to_string(h.gpu_vendor), child(p, "gpu_vendor")))
+        .add("gpu_model", str(h.gpu_model, child(p, "gpu_model")))
+        .add("devices_per_node", num(h.devices_per_node, child(p, "devices_per_node")))
+        .add("cores_per_node", num(h.cores_per_node, child(p, "cores_per_node")))
+        .add("threads_per_core", num(h.threads_per_core, child(p, "threads_per_core")))
+        .add("device_cores", std::move(cores))
+        .add("reserved_cores", ints(h.reserved_cores, child(p, "reserved_cores")))
+        .add("nics", strings(h.nics, child(p, "nics")))
+        .add("interconnect", str(h.interconnect, child(p, "interconnect")));
+    return t;
+}
+
+LuaValue binding_table(const Binding& b) {
+    const std::string p = "binding";
+    LuaValue t = LuaValue::make_table(p);
+    t.add("style", str(to_string(b.style), child(p, "style")))
+        .add("cores_per_rank", num(b.cores_per_rank, child(p, "cores_per_rank")))
+        .add("core_offset", num(b.core_offset, child(p, "core_offset")))
+        .add("verbose", flag(b.verbose, child(p, "verbose")))
+        .add("affinity_env", pairs_table(b.affinity_env, child(p, "affinity_env")));
+    return t;
+}
+
+LuaValue batch_table(const Batch& b) {
+    const std::string p = "batch";
+    LuaValue t = LuaValue::make_table(p);
+    t.add("nodes", num(b.nodes, child(p, "nodes")))
+        .add("tasks_per_node", num(b.tasks_per_node, child(p, "tasks_per_node")))
+        .add("gpus_per_node", num(b.gpus_per_node, child(p, "gpus_per_node")))
+        .add("cpus_per_task", num(b.cpus_per_task, child(p, "cpus_per_task")))
+        .add("partition", str(b.partition, child(p, "partition")))
+        .add("account", str(b.account, child(p, "account")))
+        .add("time", str(b.time, child(p, "time")))
+        .add("mem", str(b.mem, child(p, "mem")))
+        .add("output", str(b.output, child(p, "output")))
+        .add("place", str(b.place, child(p, "place")))
+        .add("filesystems", str(b.filesystems, child(p, "filesystems")));
+    return t;
+}
+
+LuaValue collectives_table(const Collectives& c) {
+    const std::string p = "collectives";
+    LuaValue t = LuaValue::make_table(p);
+    t.add("library", str(to_string(c.library), child(p, "library")))
+        .add("network_plugin", str(c.network_plugin, child(p, "network_plugin")))
+        .add("visibility_var", str(c.visibility_var, child(p, "visibility_var")))
+        .add("master_port_base", num(c.master_port_base, child(p, "master_port_base")))
+        .add("master_port_span", num(c.master_port_span, child(p, "master_port_span")))
+        .add("env", pairs_table(c.env, child(p, "env")));
+    return t;
+}
+
+LuaValue container_table(const Container& c) {
+    const std::string p = "container";
+    LuaValue binds = LuaValue::make_table(child(p, "binds"));
+    for (size_t i = 0; i < c.binds.size(); ++i) {
+        const std::string bp = child(binds.path, std::to_string(i));
+        LuaValue b = LuaValue::make_table(bp);
+        b.add("host", str(c.binds[i].host, child(bp, "host")))
+            .add("container", str(c.binds[i].container, child(bp, "container")))
+            .add("options", str(c.binds[i].options, child(bp, "options")));
+        binds.push(std::move(b));
+    }
+    LuaValue t = LuaValue::make_table(p);
+    t.add("enabled", flag(c.enabled, child(p, "enabled")))
+        .add("runtime", str(to_string(c.runtime), child(p, "runtime")))
+        .add("image_dir", str(c.image_dir, child(p, "image_dir")))
+        .add("binds", std::move(binds));
+    return t;
+}
+
+LuaValue stack_table(const Stack& s, const std::string& p) {
+    LuaValue t = LuaValue::make_table(p);
+    t.add("name", str(s.name, child(p, "name")))
+        .add("version", str(s.version, child(p, "version")))
+        .add("versionsuffix", str(s.versionsuffix, child(p, "versionsuffix")))
+        .add("description", str(s.description, child(p, "description")))
+        .add("homepage", str(s.homepage, child(p, "homepage")))
+        .add("keywords", strings(s.keywords, child(p, "keywords")))
+        .add("docurls", strings(s.docurls, child(p, "docurls")))
+        .add("moduleclass", str(s.moduleclass, child(p, "moduleclass")))
+        .add("family", str(s.family, child(p, "family")))
+        .add("conflicts", strings(s.conflicts, child(p, "conflicts")))
+        .add("base_modules", strings(s.base_modules, child(p, "base_modules")))
+        .add("default", flag(s.is_default, child(p, "default")))
+        .add("is_default", flag(s.is_default, child(p, "default")))
+        .add("image", str(s.image, child(p, "image")))
+        .add("python", python_table(s.python, child(p, "python")))
+        .add("components", pairs_table(s.components, child(p, "components")))
+        .add("env", pairs_table(s.env, child(p, "env")))
+        .add("venv_extension", flag(s.venv_extension, child(p, "venv_extension")))
+        .add("module_version", str(s.module_version(), child(p, "version")))
+        .add("module_full_name", str(s.module_full_name(), p));
+    return t;
+}
+
+// ---- rule files ---------------------------------------------------------------------------
+
+// The path as users should see it: relative to the working directory when inside it.
+std::string shown_path(const fs::path& p) {
+    std::error_code ec;
+    const fs::path abs = fs::absolute(p, ec).lexically_normal();
+    if (ec) return p.generic_string();
+    const fs::path rel = abs.lexically_relative(fs::current_path(ec));
+    if (!ec && !rel.empty() && *rel.begin() != "..") return rel.generic_string();
+    return abs.generic_string();
+}
+
+bool read_text(const std::string& path, std::string& text) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return false;
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+    return true;
+}
+
+// "-- <description>" on the first line, or "" when the file lacks it.
+std::string purpose_comment(const std::string& text) {
+    const std::string first = text.substr(0, text.find('\n'));
+    if (first.size() < 4 || first.compare(0, 3, "-- ") != 0 || first[3] == ' ') return {};
+    std::string d = first.substr(3);
+    while (!d.empty() && (d.back() == '\r' || d.back() == ' ')) d.pop_back();
+    return d;
+}
+
+struct Registered {
+    std::string name;
+    std::string description;
+    int line = 0;
+};
+
+// What the host functions of one rule file's sandbox write to.
+struct RuleFileRun {
+    const Site* site = nullptr;
+    Diagnostics* diags = nullptr;  // null while only listing
+    std::vector<Registered> rules;
+};
+
+RuleFileRun& run_of(lua_State* L) { return *static_cast<RuleFileRun*>(host_context(L)); }
+
+int l_register(lua_State* L) {
+    size_t name_len = 0, desc_len = 0;
+    const char* name = luaL_checklstring(L, 1, &name_len);
+    const char* desc = luaL_checklstring(L, 2, &desc_len);
+    const int line = static_cast<int>(luaL_optinteger(L, 3, 0));
+    RuleFileRun& run = run_of(L);
+    return host_guard(L, [&] {
+        run.rules.push_back({std::string(name, name_len), std::string(desc, desc_len), line});
+        return 0;
+    });
+}
+
+Severity severity_named(const char* s) {
+    if (std::strcmp(s, "warning") == 0) return Severity::warning;
+    if (std::strcmp(s, "note") == 0) return Severity::note;
+    return Severity::error;
+}
+
+int l_report(lua_State* L) {
+    size_t rule_len = 0, path_len = 0, msg_len = 0;
+    const char* rule = luaL_checklstring(L, 1, &rule_len);
+    const char* severity = luaL_checkstring(L, 2);
+    const char* path = luaL_checklstring(L, 3, &path_len);
+    const char* message = luaL_checklstring(L, 4, &msg_len);
+    RuleFileRun& run = run_of(L);
+    return host_guard(L, [&] {
+        if (!run.diags) return 0;
+        Diagnostic d;
+        d.severity = severity_named(severity);
+        d.where = run.site->where(std::string(path, path_len));
+        d.message = std::string(message, msg_len) + " [rule " + std::string(rule, rule_len) + "]";
+        run.diags->add(std::move(d));
+        return 0;
+    });
+}
+
+int l_declared(lua_State* L) {
+    size_t len = 0;
+    const char* path = luaL_checklstring(L, 1, &len);
+    RuleFileRun& run = run_of(L);
+    bool found = false;
+    host_guard(L, [&] {
+        found = run.site->regions.count(std::string(path, len)) > 0;
+        return 0;
+    });
+    lua_pushboolean(L, found);
+    return 1;
+}
+
+// Loads one rule file into a fresh sandbox: the read-only site, the prelude, then the file.
+// Returns the prelude's run_check reference, or LUA_NOREF after reporting why not.
+struct LoadedFile {
+    std::unique_ptr<LuaSandbox> sandbox;
+    int run_check = LUA_NOREF;
+    LuaResult failure;  // why loading failed (ok when it did not)
+};
+
+LoadedFile load_rule_file(const std::string& file, const std::string& text, const LuaValue& site_tree,
+                          RuleFileRun& run) {
+    LoadedFile out;
+    out.sandbox = std::make_unique<LuaSandbox>();
+    LuaSandbox& sb = *out.sandbox;
+    out.failure = sb.set_readonly_global("site", site_tree);
+    if (!out.failure.ok) return out;
+    std::vector<int> kept;
+    out.failure = sb.run_host_chunk(kPrelude, kPreludeName,
+                                    {{l_register, &run}, {l_report, &run}, {l_declared, &run}, LuaSandbox::caller_function()},
+                                    kept);
+    if (!out.failure.ok || kept.empty()) return out;
+    out.failure = sb.run(text, "@" + file);
+    if (out.failure.ok) out.run_check = kept.front();
+    return out;
+}
+
+SourceRegion region_of(const LuaResult& r, const std::string& file) {
+    return {r.file.empty() ? file : r.file, r.line, 0};
+}
+
+void run_one_file(const Site& site, const LuaValue& site_tree, const std::string& path,
+                  std::vector<std::pair<std::string, std::string>>& seen_rules, Diagnostics& diags) {
+    const std::string file = shown_path(path);
+    std::string text;
+    if (!read_text(path, text)) {
+        diags.error({file, 0, 0}, "cannot read rule file");
+        return;
+    }
+    if (purpose_comment(text).empty()) {
+        diags.error({file, 1, 1}, "a rule file starts with a one-line purpose comment: -- <what its rules check>");
+        return;
+    }
+    RuleFileRun run{&site, &diags, {}};
+    LoadedFile loaded = load_rule_file(file, text, site_tree, run);
+    if (loaded.run_check == LUA_NOREF) {
+        diags.error(region_of(loaded.failure, file), "rule file failed to load: " + loaded.failure.message);
+        return;
+    }
+    if (run.rules.empty())
+        diags.warning({file, 1, 1}, "rule file defines no rules (call rule{name = ..., check = function(site) ... end})");
+    for (size_t i = 0; i < run.rules.size(); ++i) {
+        const Registered& r = run.rules[i];
+        auto twin = std::find_if(seen_rules.begin(), seen_rules.end(), [&](const auto& s) { return s.first == r.name; });
+        if (twin != seen_rules.end()) {
+            diags.error({file, r.line, 0}, "rule '" + r.name + "' is already defined in " + twin->second);
+            continue;
+        }
+        seen_rules.emplace_back(r.name, file);
+        const LuaResult result = loaded.sandbox->call_kept(loaded.run_check, {LuaValue::make_int(static_cast<long long>(i) + 1)});
+        if (!result.ok)
+            diags.error(region_of(result, file), "rule failed: " + result.message + " [rule " + r.name + "]");
+    }
+}
+
+}  // namespace
+
+LuaValue site_to_lua(const Site& site) {
+    LuaValue stacks = LuaValue::make_table("stacks");
+    for (size_t i = 0; i < site.stacks.size(); ++i)
+        stacks.push(stack_table(site.stacks[i], "stacks." + std::to_string(i)));
+    LuaValue root = LuaValue::make_table("");
+    root.add("site", site_info_table(site.site))
+        .add("hardware", hardware_table(site.hardware))
+        .add("binding", binding_table(site.binding))
+        .add("batch", batch_table(site.batch))
+        .add("collectives", collectives_table(site.collectives))
+        .add("container", container_table(site.container))
+        .add("python", python_table(site.python, "python"))
+        .add("stacks", std::move(stacks))
+        .add("files", strings(site.files, "files"));
+    return root;
+}
+
+std::string default_rules_dir() {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+        const fs::path installed = exe.parent_path().parent_path() / "share" / "sitegen" / "rules";
+        if (fs::is_directory(installed, ec)) return installed.string();
+    }
+    return SITEGEN_SOURCE_DIR "/rules";
+}
+
+std::vector<std::string> rule_files(const std::vector<std::string>& dirs, Diagnostics* diags) {
+    struct Entry {
+        std::string name;
+        size_t dir;
+        std::string path;
+    };
+    std::vector<Entry> entries;
+    for (size_t d = 0; d < dirs.size(); ++d) {
+        std::error_code ec;
+        if (!fs::is_directory(dirs[d], ec)) {
+            if (diags) diags->error({dirs[d], 0, 0}, "rules directory not found");
+            continue;
+        }
+        for (const auto& e : fs::directory_iterator(dirs[d], ec)) {
+            const fs::path& p = e.path();
+            if (p.extension() == ".lua" && e.is_regular_file(ec))
+                entries.push_back({p.filename().string(), d, p.string()});
+        }
+    }
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+        if (a.name != b.name) return a.name < b.name;
+        return a.dir < b.dir;
+    });
+    std::vector<std::string> out;
+    for (const auto& e : entries) out.push_back(e.path);
+    return out;
+}
+
+void run_rule_files(const Site& site, const std::vector<std::string>& files, Diagnostics& diags) {
+    const LuaValue tree = site_to_lua(site);
+    std::vector<std::pair<std::string, std::string>> seen_rules;  // name -> file
+    for (const auto& f : files) run_one_file(site, tree, f, seen_rules, diags);
+}
+
+void run_rules(const Site& site, const std::vector<std::string>& rule_dirs, Diagnostics& diags) {
+    std::vector<std::string> dirs{default_rules_dir()};
+    dirs.insert(dirs.end(), rule_dirs.begin(), rule_dirs.end());
+    if (!site.files.empty()) {
+        // The site's own rules live beside its site.toml; absent is normal.
+        const fs::path own = fs::path(site.files.front()).parent_path() / "rules";
+        std::error_code ec;
+        if (fs::is_directory(own, ec)) dirs.push_back(own.string());
+    }
+    run_rule_files(site, rule_files(dirs, &diags), diags);
+}
+
+std::vector<RuleInfo> list_rules(const std::vector<std::string>& rule_dirs) {
+    std::vector<std::string> dirs{default_rules_dir()};
+    dirs.insert(dirs.end(), rule_dirs.begin(), rule_dirs.end());
+    const Site empty;
+    const LuaValue tree = site_to_lua(empty);
+    std::vector<RuleInfo> out;
+    for (const auto& path : rule_files(dirs)) {
+        const std::string file = shown_path(path);
+        std::string text;
+        if (!read_text(path, text)) continue;
+        const std::string comment = purpose_comment(text);
+        RuleFileRun run{&empty, nullptr, {}};
+        LoadedFile loaded = load_rule_file(file, text, tree, run);
+        if (loaded.run_check == LUA_NOREF) {
+            out.push_back({fs::path(path).stem().string(), file, "(cannot load: " + loaded.failure.describe() + ")"});
+            continue;
+        }
+        for (const auto& r : run.rules) out.push_back({r.name, file, r.description.empty() ? comment : r.description});
+    }
+    return out;
+}
+
+}  // namespace sitegen
