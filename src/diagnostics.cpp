@@ -67,9 +67,20 @@ std::string render(const Diagnostic& d, const SourceReader& read) {
     std::string text;
     if (w.line > 0 && !w.file.empty() && read && read(w.file, text)) {
         std::string src = line_of(text, w.line);
+        int column = w.column;
+        // Very long lines (generated files, fuzz inputs) show a window around the column.
+        constexpr int kWindow = 80;
+        if (static_cast<int>(src.size()) > 2 * kWindow) {
+            const int start = std::max(0, column - 1 - kWindow);
+            std::string cut = src.substr(static_cast<size_t>(start), 2 * kWindow);
+            column -= start;
+            if (start > 0) { cut = "..." + cut; column += 3; }
+            if (static_cast<size_t>(start) + 2 * kWindow < src.size()) cut += "...";
+            src = cut;
+        }
         // Keep the excerpt printable: tabs stay tabs so the caret lines up.
         os << "  " << src << '\n' << "  ";
-        for (int i = 1; i < w.column && i <= static_cast<int>(src.size()); ++i)
+        for (int i = 1; i < column && i <= static_cast<int>(src.size()); ++i)
             os << (src[i - 1] == '\t' ? '\t' : ' ');
         os << "^\n";
     }
