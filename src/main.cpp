@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
     check->add_flag("--all", request.all, "Check every site");
 
     auto* list = app.add_subcommand("list", "List the sites under --sites-dir");
+    auto* rules = app.add_subcommand("rules", "List the active Lua rules (built-in and --rules DIR) with a description");
+    for (auto* sub : {build, check, rules})
+        sub->add_option("--rules", request.rule_dirs, "Also run the *.lua rules in DIR (repeatable)");
     auto* schema = app.add_subcommand("schema", "Print the site-file reference (docs/site-schema.md)");
 
     try {
@@ -51,6 +54,7 @@ int main(int argc, char** argv) {
     if (*build) result = run_build(*fs, request);
     else if (*check) result = run_check(*fs, request);
     else if (*list) result = run_list(*fs, request);
+    else if (*rules) result = run_rules_list(request);
     else if (*schema) result.out = schema_markdown();
     std::cerr << result.err;
     std::cout << result.out;

@@ -12,6 +12,7 @@
 #include "emit_venv_extension.h"
 #include "load.h"
 #include "publish.h"
+#include "rules.h"
 #include "suggest.h"
 
 namespace sitegen {
@@ -69,8 +70,11 @@ bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>&
     for (const auto& name : names) {
         Loaded l{name, {}};
         size_t before = diags.error_count();
-        if (load_site(fs, request.sites_dir, name, l.site, diags) || diags.error_count() == before)
+        if (load_site(fs, request.sites_dir, name, l.site, diags) || diags.error_count() == before) {
             check_site(l.site, name, diags);
+            // Lua rules read a schema-valid site; on a broken one they would only add noise.
+            if (diags.error_count() == before) run_rules(l.site, request.rule_dirs, diags);
+        }
         sites.push_back(std::move(l));
     }
     return !diags.has_errors();
@@ -169,6 +173,13 @@ Result run_build(FileSystem& fs, const Request& request) {
                   std::to_string(report.changed.size()) + " changed, " +
                   std::to_string(report.removed.size()) + " removed, " +
                   std::to_string(report.unchanged) + " unchanged)\n";
+    return result;
+}
+
+Result run_rules_list(const Request& request) {
+    Result result;
+    for (const auto& r : list_rules(request.rule_dirs))
+        result.out += r.name + "\t" + r.description + "\t(" + r.file + ")\n";
     return result;
 }
 

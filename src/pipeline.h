@@ -35,6 +35,8 @@ struct Result {
 Result run_check(FileSystem& fs, const Request& request);
 // check, then emit every output kind, self-check them and publish atomically.
 Result run_build(FileSystem& fs, const Request& request);
+// One line per active rule: name, description, file.
+Result run_rules_list(const Request& request);
 // One line per site: name and description.
 Result run_list(FileSystem& fs, const Request& request);
 
