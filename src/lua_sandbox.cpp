@@ -479,12 +479,14 @@ struct ChunkCall {
     const std::vector<HostFunction>* host;  // null: run with no arguments, keep nothing
     std::vector<int>* kept;
     int env_ref;                            // LUA_NOREF: the globals
+    bool compile_only = false;
 };
 
 int run_chunk(lua_State* L) {
     auto* c = static_cast<ChunkCall*>(lua_touserdata(L, 1));
     lua_settop(L, 0);
     if (luaL_loadbufferx(L, c->text->data(), c->text->size(), c->name->c_str(), "t") != LUA_OK) return lua_error(L);
+    if (c->compile_only) return 0;
     if (c->env_ref != LUA_NOREF) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, c->env_ref);
         lua_setupvalue(L, -2, 1);  // a main chunk's only upvalue is _ENV
@@ -672,6 +674,12 @@ LuaResult LuaSandbox::call(lua_CFunction fn, void* arg) {
 LuaResult LuaSandbox::run(const std::string& text, const std::string& chunkname, int env_ref) {
     state_->add_chunk(chunkname, false);
     ChunkCall c{&text, &chunkname, nullptr, nullptr, env_ref};
+    return call(run_chunk, &c);
+}
+
+LuaResult LuaSandbox::compile(const std::string& text, const std::string& chunkname) {
+    state_->add_chunk(chunkname, false);
+    ChunkCall c{&text, &chunkname, nullptr, nullptr, LUA_NOREF, true};
     return call(run_chunk, &c);
 }
 

@@ -107,6 +107,9 @@ public:
     // kept table `env_ref` (from run_host_chunk) instead.
     LuaResult run(const std::string& text, const std::string& chunkname, int env_ref = LUA_NOREF);
 
+    // Only compiles `text` (text only): a syntax error comes back with its line.
+    LuaResult compile(const std::string& text, const std::string& chunkname);
+
     // Runs a trusted host chunk with `args` as its `...`; each value it returns is kept in the
     // registry and its reference appended to `kept` (for call_kept).
     LuaResult run_host_chunk(const std::string& text, const std::string& chunkname,
