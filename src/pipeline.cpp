@@ -13,6 +13,7 @@
 #include "load.h"
 #include "publish.h"
 #include "rules.h"
+#include "selfcheck.h"
 #include "suggest.h"
 
 namespace sitegen {
@@ -140,6 +141,8 @@ Result run_build(FileSystem& fs, const Request& request) {
                 if (part[i].path == part[i - 1].path)
                     diags.error(l.site.where("stacks"), "two outputs would be written to '" + part[i].path +
                                                             "' (stacks with the same name and version?)");
+            // Nothing reaches the tree that the Lmod recorder rejects (load and unload mode).
+            self_check_modulefiles(part, diags);
             roots.push_back(modules_root(l.site));
             roots.push_back(easyconfigs_root(l.site));
             files.insert(files.end(), part.begin(), part.end());
