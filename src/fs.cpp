@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <set>
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -42,7 +43,14 @@ public:
     bool write(const std::string& path, const std::string& data, bool executable,
                std::string& error) override {
         fsys::path p(path);
-        if (p.has_parent_path() && !make_dirs(p.parent_path().string(), error)) return false;
+        // A tree has few directories and many files: create each directory once.
+        if (p.has_parent_path()) {
+            std::string parent = p.parent_path().string();
+            if (!made_dirs_.count(parent)) {
+                if (!make_dirs(parent, error)) return false;
+                made_dirs_.insert(parent);
+            }
+        }
         int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
                         executable ? 0755 : 0644);
         if (fd < 0) { error = path + ": " + std::strerror(errno); return false; }
@@ -120,6 +128,7 @@ public:
     }
 
     bool rename(const std::string& from, const std::string& to, std::string& error) override {
+        made_dirs_.clear();
         if (::rename(from.c_str(), to.c_str()) != 0) {
             error = from + " -> " + to + ": " + std::strerror(errno);
             return false;
@@ -129,6 +138,7 @@ public:
 
     bool remove_all(const std::string& path, std::string& error) override {
         std::error_code ec;
+        made_dirs_.clear();  // may have removed some of them
         fsys::remove_all(path, ec);
         if (ec) { error = path + ": " + ec.message(); return false; }
         return true;
@@ -140,6 +150,7 @@ public:
     }
 
     bool exchange(const std::string& a, const std::string& b, std::string& error) override {
+        made_dirs_.clear();
         if (::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) != 0) {
             error = a + " <-> " + b + ": " + std::strerror(errno);
             return false;
@@ -171,6 +182,7 @@ public:
 
 private:
     int lock_fd_ = -1;
+    std::set<std::string> made_dirs_;  // directories write() created (or found) already
 };
 
 std::string norm(const std::string& p) {
