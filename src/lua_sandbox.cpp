@@ -15,13 +15,13 @@ constexpr int kHookInterval = 1000;          // instructions between limit check
 constexpr size_t kMaxPrinted = 64 * 1024;    // print() output kept (C++ memory, outside the cap)
 
 // Trusted Lua run once per state before any untrusted chunk: refuses what chunks must not
-// reach, keeps errors raised after a limit uncatchable, and builds read-only proxy tables.
-// Its arguments are C helpers; it returns the function that freezes a table.
+// reach, keeps errors raised after a limit uncatchable, and makes raw access respect the
+// read-only proxies. Its arguments are C helpers.
 constexpr const char* kCore = R"lua(-- sandbox core: refusals, uncatchable limits and read-only tables
-local killed, print_line, text_load, guarded_rep = ...
+local killed, print_line, text_load, guarded_rep, is_proxy, proxy_next, proxy_refuse = ...
 local raw_setmetatable, raw_getmetatable, raw_rawset, raw_rawget = setmetatable, getmetatable, rawset, rawget
 local raw_next, raw_pcall, raw_xpcall, raw_collectgarbage = next, pcall, xpcall, collectgarbage
-local error, type, tostring, select, concat, mtype = error, type, tostring, select, table.concat, math.type
+local error, type, tostring, select, concat = error, type, tostring, select, table.concat
 
 local function refusing_function(name, why)
   return function() error(name .. " is not available in the sandbox (" .. why .. ")", 2) end
@@ -70,22 +70,9 @@ end
 pcall = function(f, ...) return pass(raw_pcall(f, ...)) end
 xpcall = function(f, handler, ...) return pass(raw_xpcall(f, handler, ...)) end
 
-local frozen = raw_setmetatable({}, { __mode = "k" })  -- proxy -> its data, paths and label
-
-local function child_path(info, k)
-  local p = info.paths[k]
-  if p then return p end
-  if mtype(k) == "integer" and k >= 1 then k = k - 1 end  -- paths count array items from 0
-  if info.path == "" then return tostring(k) end
-  return info.path .. "." .. tostring(k)
-end
-
+-- Read-only proxies (built in C) refuse raw writes and metatables too, and iterate with next.
 setmetatable = function(t, mt)
-  local info = frozen[t]
-  if info then
-    error(info.label .. " is read-only: cannot set the metatable of " ..
-          (info.path == "" and "its root" or info.path), 2)
-  end
+  if is_proxy(t) then proxy_refuse(t) end
   if type(mt) == "table" and raw_rawget(mt, "__gc") ~= nil then
     error("setmetatable: __gc metamethods are not allowed in the sandbox", 2)
   end
@@ -93,35 +80,13 @@ setmetatable = function(t, mt)
 end
 
 rawset = function(t, k, v)
-  local info = frozen[t]
-  if info then error(info.label .. " is read-only: " .. child_path(info, k), 2) end
+  if is_proxy(t) then proxy_refuse(t, k) end
   return raw_rawset(t, k, v)
 end
 
 next = function(t, k)
-  local info = frozen[t]
-  if info then return raw_next(info.data, k) end
+  if is_proxy(t) then return proxy_next(t, k) end
   return raw_next(t, k)
-end
-
-pathof = function(t, k)
-  local info = frozen[t]
-  if not info then error("pathof: argument #1 is not a read-only host table", 2) end
-  if k == nil then return info.path end
-  return child_path(info, k)
-end
-
-return function(data, paths, path, label)
-  local proxy = {}
-  local info = { data = data, paths = paths, path = path, label = label }
-  frozen[proxy] = info
-  return raw_setmetatable(proxy, {
-    __index = data,
-    __newindex = function(_, k) error(label .. " is read-only: " .. child_path(info, k), 2) end,
-    __len = function() return #data end,
-    __pairs = function() return function(_, k) return raw_next(data, k) end, proxy, nil end,
-    __metatable = false,
-  })
 end
 )lua";
 
@@ -156,7 +121,8 @@ struct LuaSandbox::State {
         bool host;           // trusted host code: never blamed for an error
     };
     std::vector<Chunk> chunks{{"=[sandbox core]", "[sandbox core]", true}};
-    int freeze_ref = LUA_NOREF;
+    std::vector<std::shared_ptr<const LuaValue>> trees;  // what read-only proxies point into
+    std::vector<std::unique_ptr<std::string>> labels;    // their labels, at stable addresses
 
     void arm() {
         executed = 0;
@@ -402,8 +368,225 @@ int l_guarded_rep(lua_State* L) {
     return 1;
 }
 
+// ---- read-only proxies ----------------------------------------------------------------
+// A proxy is an empty table sharing one metatable; a weak registry table maps it to a
+// ProxyInfo userdata (its LuaValue node and label) whose user value is its dotted path.
+// Children become proxies only when first read, so a large tree costs nothing until used.
+
+struct ProxyInfo {
+    const LuaValue* node;
+    const char* label;  // e.g. "site table"; owned by the sandbox
+};
+
+char kProxiesKey;  // registry: proxy -> ProxyInfo (weak keys)
+char kCacheKey;    // registry: node -> proxy (weak values), so a node keeps one identity
+char kMetaKey;     // registry: the proxies' shared metatable
+
+// The ProxyInfo of the value at `idx`, with its path pushed; or null with nothing pushed.
+ProxyInfo* proxy_info(lua_State* L, int idx) {
+    if (lua_type(L, idx) != LUA_TTABLE) return nullptr;
+    idx = lua_absindex(L, idx);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &kProxiesKey);
+    lua_pushvalue(L, idx);
+    lua_rawget(L, -2);
+    auto* info = static_cast<ProxyInfo*>(lua_touserdata(L, -1));
+    if (!info) {
+        lua_pop(L, 2);
+        return nullptr;
+    }
+    lua_getiuservalue(L, -1, 1);
+    lua_replace(L, -3);
+    lua_pop(L, 1);
+    return info;
+}
+
+void push_proxy(lua_State* L, const LuaValue& node, int path, const char* label) {
+    path = lua_absindex(L, path);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &kCacheKey);
+    if (lua_rawgetp(L, -1, &node) != LUA_TNIL) {
+        lua_remove(L, -2);
+        return;
+    }
+    lua_pop(L, 1);
+    lua_createtable(L, 0, 0);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &kMetaKey);
+    lua_setmetatable(L, -2);
+    auto* info = static_cast<ProxyInfo*>(lua_newuserdatauv(L, sizeof(ProxyInfo), 1));
+    info->node = &node;
+    info->label = label;
+    lua_pushvalue(L, path);
+    lua_setiuservalue(L, -2, 1);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &kProxiesKey);
+    lua_pushvalue(L, -3);
+    lua_pushvalue(L, -3);
+    lua_rawset(L, -3);
+    lua_pop(L, 2);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, -3, &node);
+    lua_remove(L, -2);
+}
+
+// The child of `node` under the key at `key` (1-based items, then named fields), or null.
+const LuaValue* child_of(lua_State* L, const LuaValue& node, int key) {
+    if (lua_type(L, key) == LUA_TNUMBER && lua_isinteger(L, key)) {
+        const lua_Integer i = lua_tointeger(L, key);
+        return i >= 1 && static_cast<size_t>(i) <= node.items.size() ? &node.items[i - 1] : nullptr;
+    }
+    if (lua_type(L, key) != LUA_TSTRING) return nullptr;
+    size_t len = 0;
+    const char* k = lua_tolstring(L, key, &len);
+    for (const auto& field : node.fields)
+        if (field.first.size() == len && std::memcmp(field.first.data(), k, len) == 0) return &field.second;
+    return nullptr;
+}
+
+// Pushes the dotted path of the key at `key` below the path at `path`: the child's own path
+// when it has one, else path.key (items count from 0, as the site loader writes them).
+void push_child_path(lua_State* L, const LuaValue* child, int path, int key) {
+    if (child && !child->path.empty()) {
+        lua_pushlstring(L, child->path.data(), child->path.size());
+        return;
+    }
+    const char* parent = lua_tostring(L, path);
+    const char* dot = parent[0] ? "." : "";
+    if (lua_type(L, key) == LUA_TNUMBER && lua_isinteger(L, key))
+        lua_pushfstring(L, "%s%s%I", parent, dot, static_cast<lua_Integer>(lua_tointeger(L, key) - 1));
+    else if (lua_type(L, key) == LUA_TSTRING)
+        lua_pushfstring(L, "%s%s%s", parent, dot, lua_tostring(L, key));
+    else
+        lua_pushfstring(L, "%s%s(%s)", parent, dot, luaL_typename(L, key));
+}
+
+void push_value(lua_State* L, const LuaValue& v, int path, const char* label) {
+    switch (v.kind) {
+        case LuaValue::Kind::nil: lua_pushnil(L); return;
+        case LuaValue::Kind::boolean: lua_pushboolean(L, v.flag); return;
+        case LuaValue::Kind::integer: lua_pushinteger(L, v.number); return;
+        case LuaValue::Kind::string: lua_pushlstring(L, v.text.data(), v.text.size()); return;
+        case LuaValue::Kind::table: push_proxy(L, v, path, label); return;
+    }
+}
+
+// Pushes the child under the key at `key` of the proxy whose info and path (at `path`) are given.
+void push_child(lua_State* L, const ProxyInfo& info, int path, int key) {
+    const LuaValue* child = child_of(L, *info.node, key);
+    if (!child) {
+        lua_pushnil(L);
+        return;
+    }
+    if (child->kind != LuaValue::Kind::table) return push_value(L, *child, 0, info.label);
+    push_child_path(L, child, path, key);
+    push_value(L, *child, -1, info.label);
+    lua_remove(L, -2);
+}
+
+int proxy_index(lua_State* L) {
+    ProxyInfo* info = proxy_info(L, 1);  // pushes the path at 3
+    if (!info) return 0;
+    push_child(L, *info, 3, 2);
+    return 1;
+}
+
+// proxy_refuse(t [, key]): the read-only error for writing t[key] (or t's metatable).
+int proxy_refuse(lua_State* L) {
+    const bool metatable = lua_gettop(L) < 2;
+    lua_settop(L, 2);
+    ProxyInfo* info = proxy_info(L, 1);  // path at 3
+    if (!info) return luaL_error(L, "read-only table");
+    if (metatable) {
+        const char* path = lua_tostring(L, 3);
+        return luaL_error(L, "%s is read-only: cannot set the metatable of %s", info->label, path[0] ? path : "its root");
+    }
+    push_child_path(L, child_of(L, *info->node, 2), 3, 2);
+    return luaL_error(L, "%s is read-only: %s", info->label, lua_tostring(L, -1));
+}
+
+int proxy_len(lua_State* L) {
+    ProxyInfo* info = proxy_info(L, 1);
+    lua_pushinteger(L, info ? static_cast<lua_Integer>(info->node->items.size()) : 0);
+    return 1;
+}
+
+// next() over a proxy: items 1..n, then the named fields in order.
+int proxy_next(lua_State* L) {
+    lua_settop(L, 2);
+    ProxyInfo* info = proxy_info(L, 1);  // path at 3
+    if (!info) return luaL_argerror(L, 1, "not a read-only host table");
+    const LuaValue& node = *info->node;
+    size_t next_item = 0, next_field = 0;  // 1-based position to return; 0 = none
+    if (lua_isnil(L, 2)) {
+        next_item = 1;
+    } else if (lua_type(L, 2) == LUA_TNUMBER && lua_isinteger(L, 2)) {
+        next_item = static_cast<size_t>(lua_tointeger(L, 2)) + 1;
+    } else if (lua_type(L, 2) == LUA_TSTRING) {
+        const LuaValue* at = child_of(L, node, 2);
+        for (size_t j = 0; at && j < node.fields.size(); ++j)
+            if (&node.fields[j].second == at) next_field = j + 2;
+        if (!at) return luaL_error(L, "invalid key to 'next'");
+    }
+    if (next_item >= 1 && next_item > node.items.size()) {
+        next_field = 1;
+        next_item = 0;
+    }
+    if (next_item >= 1) {
+        lua_pushinteger(L, static_cast<lua_Integer>(next_item));
+    } else if (next_field >= 1 && next_field <= node.fields.size()) {
+        const auto& name = node.fields[next_field - 1].first;
+        lua_pushlstring(L, name.data(), name.size());
+    } else {
+        lua_pushnil(L);
+        return 1;
+    }
+    push_child(L, *info, 3, 4);
+    return 2;
+}
+
+int proxy_pairs(lua_State* L) {
+    lua_pushcfunction(L, proxy_next);
+    lua_pushvalue(L, 1);
+    lua_pushnil(L);
+    return 3;
+}
+
+int l_is_proxy(lua_State* L) {
+    const bool yes = proxy_info(L, 1) != nullptr;
+    lua_pushboolean(L, yes);
+    return 1;
+}
+
+// pathof(t [, key]): the dotted path of a proxy, or of one of its keys.
+int l_pathof(lua_State* L) {
+    lua_settop(L, 2);
+    ProxyInfo* info = proxy_info(L, 1);  // path at 3
+    if (!info) return luaL_argerror(L, 1, "not a read-only host table");
+    if (lua_isnil(L, 2)) return 1;
+    push_child_path(L, child_of(L, *info->node, 2), 3, 2);
+    return 1;
+}
+
+void create_proxy_registry(lua_State* L) {
+    lua_createtable(L, 0, 0);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &kProxiesKey);
+    lua_createtable(L, 0, 0);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "v");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &kCacheKey);
+    static const luaL_Reg meta[] = {{"__index", proxy_index},  {"__newindex", proxy_refuse},
+                                    {"__len", proxy_len},      {"__pairs", proxy_pairs},
+                                    {nullptr, nullptr}};
+    luaL_newlib(L, meta);
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &kMetaKey);
+}
+
 int open_sandbox(lua_State* L) {
-    auto& st = state_of(L);
     static const luaL_Reg libs[] = {{LUA_GNAME, luaopen_base},         {LUA_STRLIBNAME, luaopen_string},
                                     {LUA_TABLIBNAME, luaopen_table},   {LUA_MATHLIBNAME, luaopen_math},
                                     {LUA_UTF8LIBNAME, luaopen_utf8}};
@@ -411,6 +594,9 @@ int open_sandbox(lua_State* L) {
         luaL_requiref(L, lib.name, lib.func, 1);
         lua_pop(L, 1);
     }
+    create_proxy_registry(L);
+    lua_pushcfunction(L, l_pathof);
+    lua_setglobal(L, "pathof");
     if (luaL_loadbufferx(L, kCore, std::strlen(kCore), "=[sandbox core]", "t") != LUA_OK) return lua_error(L);
     lua_pushcfunction(L, l_killed);
     lua_pushcfunction(L, l_print_line);
@@ -419,8 +605,10 @@ int open_sandbox(lua_State* L) {
     lua_getfield(L, -1, "rep");
     lua_remove(L, -2);
     lua_pushcclosure(L, l_guarded_rep, 1);
-    lua_call(L, 4, 1);
-    st.freeze_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_pushcfunction(L, l_is_proxy);
+    lua_pushcfunction(L, proxy_next);
+    lua_pushcfunction(L, proxy_refuse);
+    lua_call(L, 7, 0);
     return 0;
 }
 
@@ -443,34 +631,6 @@ void push_plain(lua_State* L, const LuaValue& v) {
         push_plain(L, field.second);
         lua_rawset(L, -3);
     }
-}
-
-// Pushes `v` with every table behind a read-only proxy (built bottom-up by the core's freeze).
-void push_frozen(lua_State* L, const LuaValue& v, int freeze, const char* label) {
-    if (v.kind != LuaValue::Kind::table) return push_plain(L, v);
-    luaL_checkstack(L, 8, "value nested too deeply");
-    lua_pushvalue(L, freeze);
-    lua_createtable(L, static_cast<int>(v.items.size()), static_cast<int>(v.fields.size()));
-    lua_createtable(L, static_cast<int>(v.items.size()), static_cast<int>(v.fields.size()));
-    const int data = lua_gettop(L) - 1, paths = lua_gettop(L);
-    for (size_t i = 0; i < v.items.size(); ++i) {
-        const auto key = static_cast<lua_Integer>(i + 1);
-        push_frozen(L, v.items[i], freeze, label);
-        lua_rawseti(L, data, key);
-        lua_pushlstring(L, v.items[i].path.data(), v.items[i].path.size());
-        lua_rawseti(L, paths, key);
-    }
-    for (const auto& field : v.fields) {
-        lua_pushlstring(L, field.first.data(), field.first.size());
-        push_frozen(L, field.second, freeze, label);
-        lua_rawset(L, data);
-        lua_pushlstring(L, field.first.data(), field.first.size());
-        lua_pushlstring(L, field.second.path.data(), field.second.path.size());
-        lua_rawset(L, paths);
-    }
-    lua_pushlstring(L, v.path.data(), v.path.size());
-    lua_pushstring(L, label);
-    lua_call(L, 4, 1);
 }
 
 struct ChunkCall {
@@ -524,13 +684,13 @@ int call_kept_function(lua_State* L) {
 struct GlobalCall {
     const std::string* name;
     const LuaValue* value;
-    const std::string* label;
+    const char* label;
 };
 
-int set_frozen_global(lua_State* L) {
+int set_proxy_global(lua_State* L) {
     auto* c = static_cast<GlobalCall*>(lua_touserdata(L, 1));
-    lua_rawgeti(L, LUA_REGISTRYINDEX, state_of(L).freeze_ref);
-    push_frozen(L, *c->value, lua_gettop(L), c->label->c_str());
+    lua_pushlstring(L, c->value->path.data(), c->value->path.size());
+    push_value(L, *c->value, -1, c->label);
     lua_setglobal(L, c->name->c_str());
     return 0;
 }
@@ -695,10 +855,16 @@ LuaResult LuaSandbox::call_kept(int ref, const std::vector<LuaValue>& args) {
     return call(call_kept_function, &c);
 }
 
+LuaResult LuaSandbox::set_readonly_global(const std::string& name, std::shared_ptr<const LuaValue> value) {
+    State& st = *state_;
+    st.trees.push_back(std::move(value));
+    st.labels.push_back(std::make_unique<std::string>(name + " table"));
+    GlobalCall c{&name, st.trees.back().get(), st.labels.back()->c_str()};
+    return call(set_proxy_global, &c);
+}
+
 LuaResult LuaSandbox::set_readonly_global(const std::string& name, const LuaValue& value) {
-    const std::string label = name + " table";
-    GlobalCall c{&name, &value, &label};
-    return call(set_frozen_global, &c);
+    return set_readonly_global(name, std::make_shared<const LuaValue>(value));
 }
 
 const std::string& LuaSandbox::printed() const { return state_->printed; }

@@ -35,7 +35,8 @@ struct LuaResult {
 
 // A value handed to scripts read-only: a scalar, or a table with an array part (`items`,
 // 1-based in Lua) and named `fields`. `path` is the dotted key path of the value in its source
-// (what pathof() returns and what read-only errors name), e.g. "hardware.device_cores.3".
+// (what pathof() returns and what read-only errors name), e.g. "hardware.device_cores.3";
+// empty means derived: the parent's path plus ".key" (items count from 0, as in site files).
 struct LuaValue {
     enum class Kind { nil, boolean, integer, string, table };
     Kind kind = Kind::nil;
@@ -119,8 +120,10 @@ public:
     LuaResult call_kept(int ref, const std::vector<LuaValue>& args);
 
     // Makes `value` the read-only global `name`: writes, rawset and setmetatable on it or on
-    // any table inside raise "<name> table is read-only: <path>".
-    LuaResult set_readonly_global(const std::string& name, const LuaValue& value);
+    // any table inside raise "<name> table is read-only: <path>". Tables become Lua proxies
+    // only when first read, so sharing one large tree between sandboxes is cheap.
+    LuaResult set_readonly_global(const std::string& name, std::shared_ptr<const LuaValue> value);
+    LuaResult set_readonly_global(const std::string& name, const LuaValue& value);  // copies
 
     // Runs fn(L) protected and under the limits, with `arg` as its only argument (light
     // userdata). fn must hold no C++ object with a destructor while it calls Lua.

@@ -147,6 +147,11 @@ for k, v in pairs(h) do seen[#seen + 1] = k end
 assert(#seen == 4 and next(h) ~= nil and getmetatable(h) == false)
 assert(pathof(h.nics, 2) == 'hardware.nics.1' and pathof(h) == 'hardware' and pathof(h, 'nics') == 'hardware.nics')
 assert(table.concat(h.nics, ',') == 'hsn0,hsn1')
+assert(site.hardware == h and rawequal(site.hardware.nics, h.nics))  -- one proxy per table
+assert(type(h) == 'table' and rawget(h, 'nics') == nil and rawlen(h.nics) == 0)
+local keys = {}
+for k in next, h do keys[#keys + 1] = k end
+assert(#keys == 2 and keys[1] == 'nics' and keys[2] == 'cores_per_node')
 )");
     INFO(ok.describe());
     CHECK(ok.ok);

@@ -83,162 +83,152 @@ end
 const char* const kPreludeName = "=[rules prelude]";
 
 // ---- the site as a Lua value tree -------------------------------------------------------
+// Paths are left empty (derived from the key, see LuaValue) except where a value stands for
+// another key: name/value pairs, stacks' derived and alias fields.
 
-std::string child(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
+LuaValue str(const std::string& v, std::string path = {}) { return LuaValue::make_string(v, std::move(path)); }
+LuaValue num(long long v) { return LuaValue::make_int(v); }
+LuaValue flag(bool v, std::string path = {}) { return LuaValue::make_bool(v, std::move(path)); }
 
-LuaValue str(const std::string& v, const std::string& path) { return LuaValue::make_string(v, path); }
-LuaValue num(long long v, const std::string& path) { return LuaValue::make_int(v, path); }
-LuaValue flag(bool v, const std::string& path) { return LuaValue::make_bool(v, path); }
-
-LuaValue strings(const std::vector<std::string>& values, const std::string& path) {
-    LuaValue t = LuaValue::make_table(path);
-    for (size_t i = 0; i < values.size(); ++i) t.push(str(values[i], child(path, std::to_string(i))));
+LuaValue strings(const std::vector<std::string>& values) {
+    LuaValue t = LuaValue::make_table();
+    for (const auto& v : values) t.push(str(v));
     return t;
 }
 
-LuaValue ints(const std::vector<int>& values, const std::string& path) {
-    LuaValue t = LuaValue::make_table(path);
-    for (size_t i = 0; i < values.size(); ++i) t.push(num(values[i], child(path, std::to_string(i))));
+LuaValue ints(const std::vector<int>& values) {
+    LuaValue t = LuaValue::make_table();
+    for (int v : values) t.push(num(v));
     return t;
 }
 
-// Name/value pairs in order ({name=, value=} items) plus a by-name lookup of the value.
+// Name/value pairs in order ({name=, value=} items, each at path.NAME) plus a by-name lookup.
 LuaValue pairs_table(const EnvList& env, const std::string& path) {
-    LuaValue t = LuaValue::make_table(path);
+    LuaValue t = LuaValue::make_table();
     for (const auto& [name, value] : env) {
-        const std::string p = child(path, name);
+        const std::string p = path + "." + name;
         LuaValue pair = LuaValue::make_table(p);
         pair.add("name", str(name, p)).add("value", str(value, p));
         t.push(std::move(pair));
     }
-    for (const auto& [name, value] : env) t.add(name, str(value, child(path, name)));
+    for (const auto& [name, value] : env) t.add(name, str(value));
     return t;
 }
 
-LuaValue python_table(const Python& py, const std::string& path) {
-    LuaValue t = LuaValue::make_table(path);
-    t.add("layout", str(to_string(py.layout), child(path, "layout")))
-        .add("version", str(py.version, child(path, "version")))
-        .add("interpreter", str(py.interpreter, child(path, "interpreter")))
-        .add("conda_root", str(py.conda_root, child(path, "conda_root")))
-        .add("conda_env", str(py.conda_env, child(path, "conda_env")))
-        .add("venv", str(py.venv, child(path, "venv")));
+LuaValue python_table(const Python& py) {
+    LuaValue t = LuaValue::make_table();
+    t.add("layout", str(to_string(py.layout)))
+        .add("version", str(py.version))
+        .add("interpreter", str(py.interpreter))
+        .add("conda_root", str(py.conda_root))
+        .add("conda_env", str(py.conda_env))
+        .add("venv", str(py.venv));
     return t;
 }
 
 LuaValue site_info_table(const SiteInfo& s) {
-    const std::string p = "site";
-    LuaValue t = LuaValue::make_table(p);
-    t.add("name", str(s.name, child(p, "name")))
-        .add("description", str(s.description, child(p, "description")))
-        .add("url", str(s.url, child(p, "url")))
-        .add("scheduler", str(to_string(s.scheduler), child(p, "scheduler")))
-        .add("launcher", str(to_string(s.launcher), child(p, "launcher")))
-        .add("install_prefix", str(s.install_prefix, child(p, "install_prefix")))
-        .add("module_system", str(s.module_system, child(p, "module_system")))
-        .add("module_use", strings(s.module_use, child(p, "module_use")))
-        .add("base_modules", strings(s.base_modules, child(p, "base_modules")));
+    LuaValue t = LuaValue::make_table();
+    t.add("name", str(s.name))
+        .add("description", str(s.description))
+        .add("url", str(s.url))
+        .add("scheduler", str(to_string(s.scheduler)))
+        .add("launcher", str(to_string(s.launcher)))
+        .add("install_prefix", str(s.install_prefix))
+        .add("module_system", str(s.module_system))
+        .add("module_use", strings(s.module_use))
+        .add("base_modules", strings(s.base_modules));
     return t;
 }
 
 LuaValue hardware_table(const Hardware& h) {
-    const std::string p = "hardware";
-    LuaValue cores = LuaValue::make_table(child(p, "device_cores"));
-    for (size_t i = 0; i < h.device_cores.size(); ++i)
-        cores.push(ints(h.device_cores[i], child(cores.path, std::to_string(i))));
-    LuaValue t = LuaValue::make_table(p);
-    t.add("gpu_vendor", str(to_string(h.gpu_vendor), child(p, "gpu_vendor")))
-        .add("gpu_model", str(h.gpu_model, child(p, "gpu_model")))
-        .add("devices_per_node", num(h.devices_per_node, child(p, "devices_per_node")))
-        .add("cores_per_node", num(h.cores_per_node, child(p, "cores_per_node")))
-        .add("threads_per_core", num(h.threads_per_core, child(p, "threads_per_core")))
+    LuaValue cores = LuaValue::make_table();
+    for (const auto& list : h.device_cores) cores.push(ints(list));
+    LuaValue t = LuaValue::make_table();
+    t.add("gpu_vendor", str(to_string(h.gpu_vendor)))
+        .add("gpu_model", str(h.gpu_model))
+        .add("devices_per_node", num(h.devices_per_node))
+        .add("cores_per_node", num(h.cores_per_node))
+        .add("threads_per_core", num(h.threads_per_core))
         .add("device_cores", std::move(cores))
-        .add("reserved_cores", ints(h.reserved_cores, child(p, "reserved_cores")))
-        .add("nics", strings(h.nics, child(p, "nics")))
-        .add("interconnect", str(h.interconnect, child(p, "interconnect")));
+        .add("reserved_cores", ints(h.reserved_cores))
+        .add("nics", strings(h.nics))
+        .add("interconnect", str(h.interconnect));
     return t;
 }
 
 LuaValue binding_table(const Binding& b) {
-    const std::string p = "binding";
-    LuaValue t = LuaValue::make_table(p);
-    t.add("style", str(to_string(b.style), child(p, "style")))
-        .add("cores_per_rank", num(b.cores_per_rank, child(p, "cores_per_rank")))
-        .add("core_offset", num(b.core_offset, child(p, "core_offset")))
-        .add("verbose", flag(b.verbose, child(p, "verbose")))
-        .add("affinity_env", pairs_table(b.affinity_env, child(p, "affinity_env")));
+    LuaValue t = LuaValue::make_table();
+    t.add("style", str(to_string(b.style)))
+        .add("cores_per_rank", num(b.cores_per_rank))
+        .add("core_offset", num(b.core_offset))
+        .add("verbose", flag(b.verbose))
+        .add("affinity_env", pairs_table(b.affinity_env, "binding.affinity_env"));
     return t;
 }
 
 LuaValue batch_table(const Batch& b) {
-    const std::string p = "batch";
-    LuaValue t = LuaValue::make_table(p);
-    t.add("nodes", num(b.nodes, child(p, "nodes")))
-        .add("tasks_per_node", num(b.tasks_per_node, child(p, "tasks_per_node")))
-        .add("gpus_per_node", num(b.gpus_per_node, child(p, "gpus_per_node")))
-        .add("cpus_per_task", num(b.cpus_per_task, child(p, "cpus_per_task")))
-        .add("partition", str(b.partition, child(p, "partition")))
-        .add("account", str(b.account, child(p, "account")))
-        .add("time", str(b.time, child(p, "time")))
-        .add("mem", str(b.mem, child(p, "mem")))
-        .add("output", str(b.output, child(p, "output")))
-        .add("place", str(b.place, child(p, "place")))
-        .add("filesystems", str(b.filesystems, child(p, "filesystems")));
+    LuaValue t = LuaValue::make_table();
+    t.add("nodes", num(b.nodes))
+        .add("tasks_per_node", num(b.tasks_per_node))
+        .add("gpus_per_node", num(b.gpus_per_node))
+        .add("cpus_per_task", num(b.cpus_per_task))
+        .add("partition", str(b.partition))
+        .add("account", str(b.account))
+        .add("time", str(b.time))
+        .add("mem", str(b.mem))
+        .add("output", str(b.output))
+        .add("place", str(b.place))
+        .add("filesystems", str(b.filesystems));
     return t;
 }
 
 LuaValue collectives_table(const Collectives& c) {
-    const std::string p = "collectives";
-    LuaValue t = LuaValue::make_table(p);
-    t.add("library", str(to_string(c.library), child(p, "library")))
-        .add("network_plugin", str(c.network_plugin, child(p, "network_plugin")))
-        .add("visibility_var", str(c.visibility_var, child(p, "visibility_var")))
-        .add("master_port_base", num(c.master_port_base, child(p, "master_port_base")))
-        .add("master_port_span", num(c.master_port_span, child(p, "master_port_span")))
-        .add("env", pairs_table(c.env, child(p, "env")));
+    LuaValue t = LuaValue::make_table();
+    t.add("library", str(to_string(c.library)))
+        .add("network_plugin", str(c.network_plugin))
+        .add("visibility_var", str(c.visibility_var))
+        .add("master_port_base", num(c.master_port_base))
+        .add("master_port_span", num(c.master_port_span))
+        .add("env", pairs_table(c.env, "collectives.env"));
     return t;
 }
 
 LuaValue container_table(const Container& c) {
-    const std::string p = "container";
-    LuaValue binds = LuaValue::make_table(child(p, "binds"));
-    for (size_t i = 0; i < c.binds.size(); ++i) {
-        const std::string bp = child(binds.path, std::to_string(i));
-        LuaValue b = LuaValue::make_table(bp);
-        b.add("host", str(c.binds[i].host, child(bp, "host")))
-            .add("container", str(c.binds[i].container, child(bp, "container")))
-            .add("options", str(c.binds[i].options, child(bp, "options")));
+    LuaValue binds = LuaValue::make_table();
+    for (const auto& bind : c.binds) {
+        LuaValue b = LuaValue::make_table();
+        b.add("host", str(bind.host)).add("container", str(bind.container)).add("options", str(bind.options));
         binds.push(std::move(b));
     }
-    LuaValue t = LuaValue::make_table(p);
-    t.add("enabled", flag(c.enabled, child(p, "enabled")))
-        .add("runtime", str(to_string(c.runtime), child(p, "runtime")))
-        .add("image_dir", str(c.image_dir, child(p, "image_dir")))
+    LuaValue t = LuaValue::make_table();
+    t.add("enabled", flag(c.enabled))
+        .add("runtime", str(to_string(c.runtime)))
+        .add("image_dir", str(c.image_dir))
         .add("binds", std::move(binds));
     return t;
 }
 
 LuaValue stack_table(const Stack& s, const std::string& p) {
-    LuaValue t = LuaValue::make_table(p);
-    t.add("name", str(s.name, child(p, "name")))
-        .add("version", str(s.version, child(p, "version")))
-        .add("versionsuffix", str(s.versionsuffix, child(p, "versionsuffix")))
-        .add("description", str(s.description, child(p, "description")))
-        .add("homepage", str(s.homepage, child(p, "homepage")))
-        .add("keywords", strings(s.keywords, child(p, "keywords")))
-        .add("docurls", strings(s.docurls, child(p, "docurls")))
-        .add("moduleclass", str(s.moduleclass, child(p, "moduleclass")))
-        .add("family", str(s.family, child(p, "family")))
-        .add("conflicts", strings(s.conflicts, child(p, "conflicts")))
-        .add("base_modules", strings(s.base_modules, child(p, "base_modules")))
-        .add("default", flag(s.is_default, child(p, "default")))
-        .add("is_default", flag(s.is_default, child(p, "default")))
-        .add("image", str(s.image, child(p, "image")))
-        .add("python", python_table(s.python, child(p, "python")))
-        .add("components", pairs_table(s.components, child(p, "components")))
-        .add("env", pairs_table(s.env, child(p, "env")))
-        .add("venv_extension", flag(s.venv_extension, child(p, "venv_extension")))
-        .add("module_version", str(s.module_version(), child(p, "version")))
+    LuaValue t = LuaValue::make_table();
+    t.add("name", str(s.name))
+        .add("version", str(s.version))
+        .add("versionsuffix", str(s.versionsuffix))
+        .add("description", str(s.description))
+        .add("homepage", str(s.homepage))
+        .add("keywords", strings(s.keywords))
+        .add("docurls", strings(s.docurls))
+        .add("moduleclass", str(s.moduleclass))
+        .add("family", str(s.family))
+        .add("conflicts", strings(s.conflicts))
+        .add("base_modules", strings(s.base_modules))
+        .add("default", flag(s.is_default))
+        .add("is_default", flag(s.is_default, p + ".default"))
+        .add("image", str(s.image))
+        .add("python", python_table(s.python))
+        .add("components", pairs_table(s.components, p + ".components"))
+        .add("env", pairs_table(s.env, p + ".env"))
+        .add("venv_extension", flag(s.venv_extension))
+        .add("module_version", str(s.module_version(), p + ".version"))
         .add("module_full_name", str(s.module_full_name(), p));
     return t;
 }
@@ -345,8 +335,8 @@ struct LoadedFile {
     LuaResult failure;  // why loading failed (ok when it did not)
 };
 
-LoadedFile load_rule_file(const std::string& file, const std::string& text, const LuaValue& site_tree,
-                          RuleFileRun& run) {
+LoadedFile load_rule_file(const std::string& file, const std::string& text,
+                          const std::shared_ptr<const LuaValue>& site_tree, RuleFileRun& run) {
     LoadedFile out;
     out.sandbox = std::make_unique<LuaSandbox>();
     LuaSandbox& sb = *out.sandbox;
@@ -366,7 +356,7 @@ SourceRegion region_of(const LuaResult& r, const std::string& file) {
     return {r.file.empty() ? file : r.file, r.line, 0};
 }
 
-void run_one_file(const Site& site, const LuaValue& site_tree, const std::string& path,
+void run_one_file(const Site& site, const std::shared_ptr<const LuaValue>& site_tree, const std::string& path,
                   std::vector<std::pair<std::string, std::string>>& seen_rules, Diagnostics& diags) {
     const std::string file = shown_path(path);
     std::string text;
@@ -403,19 +393,19 @@ void run_one_file(const Site& site, const LuaValue& site_tree, const std::string
 }  // namespace
 
 LuaValue site_to_lua(const Site& site) {
-    LuaValue stacks = LuaValue::make_table("stacks");
+    LuaValue stacks = LuaValue::make_table();
     for (size_t i = 0; i < site.stacks.size(); ++i)
         stacks.push(stack_table(site.stacks[i], "stacks." + std::to_string(i)));
-    LuaValue root = LuaValue::make_table("");
+    LuaValue root = LuaValue::make_table();
     root.add("site", site_info_table(site.site))
         .add("hardware", hardware_table(site.hardware))
         .add("binding", binding_table(site.binding))
         .add("batch", batch_table(site.batch))
         .add("collectives", collectives_table(site.collectives))
         .add("container", container_table(site.container))
-        .add("python", python_table(site.python, "python"))
+        .add("python", python_table(site.python))
         .add("stacks", std::move(stacks))
-        .add("files", strings(site.files, "files"));
+        .add("files", strings(site.files));
     return root;
 }
 
@@ -458,8 +448,8 @@ std::vector<std::string> rule_files(const std::vector<std::string>& dirs, Diagno
 }
 
 void run_rule_files(const Site& site, const std::vector<std::string>& files, Diagnostics& diags) {
-    const LuaValue tree = site_to_lua(site);
-    std::vector<std::pair<std::string, std::string>> seen_rules;  // name -> file
+    const auto tree = std::make_shared<const LuaValue>(site_to_lua(site));  // shared by every file's sandbox
+    std::vector<std::pair<std::string, std::string>> seen_rules;              // name -> file
     for (const auto& f : files) run_one_file(site, tree, f, seen_rules, diags);
 }
 
@@ -479,7 +469,7 @@ std::vector<RuleInfo> list_rules(const std::vector<std::string>& rule_dirs) {
     std::vector<std::string> dirs{default_rules_dir()};
     dirs.insert(dirs.end(), rule_dirs.begin(), rule_dirs.end());
     const Site empty;
-    const LuaValue tree = site_to_lua(empty);
+    const auto tree = std::make_shared<const LuaValue>(site_to_lua(empty));
     std::vector<RuleInfo> out;
     for (const auto& path : rule_files(dirs)) {
         const std::string file = shown_path(path);

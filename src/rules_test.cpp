@@ -531,3 +531,17 @@ TEST_CASE("the seed sites pass the built-in rules", "[lua][rules]") {
         CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
     }
 }
+
+TEST_CASE("rules scale to large sites: the site is shared, tables are built when read", "[lua][rules]") {
+    Site s = good_site();
+    const Stack stack = s.stacks[0];
+    s.stacks.clear();
+    for (int i = 0; i < 3000; ++i) {
+        s.stacks.push_back(stack);
+        s.stacks.back().version = "2.3." + std::to_string(i);
+    }
+    Diagnostics diags;
+    run_rules(s, {}, diags);
+    INFO(render_all(diags, {}));
+    CHECK(diags.all().empty());
+}
