@@ -16,21 +16,6 @@ namespace sitegen {
 
 namespace {
 
-// "PyTorch" -> "PYTORCH", "Torch-Box" -> "TORCHBOX": the suffix of SIF<NAME> etc.
-std::string upper_ident(const std::string& name) {
-    std::string out;
-    for (char c : name)
-        if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return out;
-}
-
-std::string major_minor(const std::string& version) {
-    auto first = version.find('.');
-    if (first == std::string::npos) return version;
-    auto second = version.find('.', first + 1);
-    return second == std::string::npos ? version : version.substr(0, second);
-}
-
 // Collects the module's statements; everything that names a value quotes it.
 class LuaModuleWriter {
 public:
@@ -131,7 +116,7 @@ std::string help_text(const Site& site, const Stack& stack, const EmitOptions& o
 
 void container_section(LuaModuleWriter& w, const Site& site, const Stack& stack,
                        std::vector<std::string>& vars) {
-    const std::string ident = upper_ident(stack.name);
+    const std::string ident = stack_ident(stack.name);
     const std::string rt = container_prefix(site);
     const Python& py = stack.python;
     w.comment("The image: the installed copy, else the site's shared copy (as LUMI's create_container_vars).");
@@ -182,7 +167,7 @@ void python_section(LuaModuleWriter& w, const Stack& stack, std::vector<std::str
             w.raw("local userbase = " + under_root({"python", py.version}));
             w.setenv("PYTHONUSERBASE", "userbase");
             w.prepend_path("PATH", "pathJoin(userbase, \"bin\")");
-            w.prepend_path("PYTHONPATH", "pathJoin(userbase, " + lua_string("lib/python" + major_minor(py.version) + "/site-packages") + ")");
+            w.prepend_path("PYTHONPATH", "pathJoin(userbase, " + lua_string("lib/python" + python_major_minor(py.version) + "/site-packages") + ")");
             vars.insert(vars.end(), {"PYTHONUSERBASE", "PATH", "PYTHONPATH"});
             break;
         }

@@ -8,6 +8,7 @@
 // deploys it, and tests use --prefix "$PWD/modules-out/<site>" to run it in place.
 #pragma once
 
+#include <cctype>
 #include <string>
 
 #include "emit.h"
@@ -31,6 +32,27 @@ inline std::string modulefile_output_path(const Site& site, const Stack& s) {
 }
 inline std::string modulerc_output_path(const Site& site, const std::string& name) {
     return modules_root(site) + "/modulefiles/" + name + "/.modulerc.lua";
+}
+
+// "PyTorch" -> "PYTORCH", "Torch-Box" -> "TORCHBOX": the suffix of SIF<NAME>, RUNSCRIPTS<NAME>.
+inline std::string stack_ident(const std::string& name) {
+    std::string out;
+    for (char c : name)
+        if (std::isalnum(static_cast<unsigned char>(c)))
+            out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return out;
+}
+
+// "3.12.1" -> "3.12" (the lib/pythonX.Y directory name).
+inline std::string python_major_minor(const std::string& version) {
+    auto first = version.find('.');
+    auto second = first == std::string::npos ? first : version.find('.', first + 1);
+    return second == std::string::npos ? version : version.substr(0, second);
+}
+
+// The stack's Python lives in the site's container image.
+inline bool runs_in_container(const Site& site, const Stack& stack) {
+    return site.container.enabled && stack.python.layout == PythonLayout::container_venv;
 }
 
 // The modulepath users `module use` for this site's tree.
