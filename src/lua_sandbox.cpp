@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <stdexcept>
 
 namespace sitegen {
@@ -113,14 +114,17 @@ struct LuaSandbox::State {
     char sample_source[512] = {0};      // where the hook last saw the script (for memory errors)
     int sample_line = 0;
     bool have_error = false;
+    bool compile_failed = false;        // run_chunk could not compile its chunk
     LuaResult error;                    // filled by the message handler
     std::string printed;
     struct Chunk {
-        std::string source;  // as given to load: "@rules/x.lua"
-        std::string shown;   // as positions print it: "rules/x.lua"
-        bool host;           // trusted host code: never blamed for an error
+        std::string shown;  // as positions print it: "rules/x.lua"
+        bool host;          // trusted host code: never blamed for an error
     };
-    std::vector<Chunk> chunks{{"=[sandbox core]", "[sandbox core]", true}};
+    // Chunks compiled by run*(), by the name positions print; host chunks also by source
+    // ("=[sandbox core]"), which the hook and the message handler compare on every frame.
+    std::map<std::string, Chunk> chunks{{"[sandbox core]", {"[sandbox core]", true}}};
+    std::vector<std::string> host_sources{"=[sandbox core]"};
     std::vector<std::shared_ptr<const LuaValue>> trees;  // what read-only proxies point into
     std::vector<std::unique_ptr<std::string>> labels;    // their labels, at stable addresses
 
@@ -132,29 +136,30 @@ struct LuaSandbox::State {
         sample_source[0] = 0;
         sample_line = 0;
         have_error = false;
+        compile_failed = false;
         error = LuaResult{};
     }
 
     void add_chunk(const std::string& source, bool host) {
-        for (const auto& c : chunks)
-            if (c.source == source) return;
-        chunks.push_back({source, display_name(source.c_str(), source.c_str()), host});
+        const std::string shown = display_name(source.c_str(), source.c_str());
+        if (chunks.emplace(shown, Chunk{shown, host}).second && host) host_sources.push_back(source);
     }
 
     // The chunk a position names, from the (possibly truncated "...tail") name Lua printed.
     const Chunk* known_chunk(const std::string& shown) const {
-        for (const auto& c : chunks) {
-            if (c.shown == shown) return &c;
-            if (shown.size() > 3 && shown.compare(0, 3, "...") == 0 && c.shown.size() >= shown.size() - 3 &&
-                c.shown.compare(c.shown.size() - (shown.size() - 3), std::string::npos, shown, 3) == 0)
+        auto it = chunks.find(shown);
+        if (it != chunks.end()) return &it->second;
+        if (shown.size() <= 3 || shown.compare(0, 3, "...") != 0) return nullptr;
+        for (const auto& [name, c] : chunks)
+            if (name.size() >= shown.size() - 3 &&
+                name.compare(name.size() - (shown.size() - 3), std::string::npos, shown, 3) == 0)
                 return &c;
-        }
         return nullptr;
     }
 
     bool is_host_source(const char* source) const noexcept {
-        for (const auto& c : chunks)
-            if (c.host && c.source == source) return true;
+        for (const auto& h : host_sources)
+            if (h == source) return true;
         return false;
     }
 
@@ -639,14 +644,29 @@ struct ChunkCall {
     const std::vector<HostFunction>* host;  // null: run with no arguments, keep nothing
     std::vector<int>* kept;
     int env_ref;                            // LUA_NOREF: the globals
-    bool compile_only = false;
 };
+
+// Pops the values above `base` into registry references appended to `kept`.
+void keep_results(lua_State* L, int base, std::vector<int>* kept) {
+    const int top = lua_gettop(L);
+    for (int i = base + 1; kept && i <= top; ++i) {
+        lua_pushvalue(L, i);
+        const int ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        host_guard(L, [&] {
+            kept->push_back(ref);
+            return 0;
+        });
+    }
+    lua_settop(L, base);
+}
 
 int run_chunk(lua_State* L) {
     auto* c = static_cast<ChunkCall*>(lua_touserdata(L, 1));
     lua_settop(L, 0);
-    if (luaL_loadbufferx(L, c->text->data(), c->text->size(), c->name->c_str(), "t") != LUA_OK) return lua_error(L);
-    if (c->compile_only) return 0;
+    if (luaL_loadbufferx(L, c->text->data(), c->text->size(), c->name->c_str(), "t") != LUA_OK) {
+        state_of(L).compile_failed = true;
+        return lua_error(L);
+    }
     if (c->env_ref != LUA_NOREF) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, c->env_ref);
         lua_setupvalue(L, -2, 1);  // a main chunk's only upvalue is _ENV
@@ -658,26 +678,29 @@ int run_chunk(lua_State* L) {
         lua_pushcclosure(L, (*c->host)[i].fn, 1);
     }
     lua_call(L, nargs, c->kept ? LUA_MULTRET : 0);
-    const int results = lua_gettop(L);
-    for (int i = 1; c->kept && i <= results; ++i) {
-        lua_pushvalue(L, i);
-        const int ref = luaL_ref(L, LUA_REGISTRYINDEX);
-        host_guard(L, [&] { c->kept->push_back(ref); return 0; });
-    }
+    keep_results(L, 0, c->kept);
     return 0;
 }
 
 struct KeptCall {
     int ref;
     const std::vector<LuaValue>* args;
+    std::vector<int>* results;
 };
 
 int call_kept_function(lua_State* L) {
     auto* c = static_cast<KeptCall*>(lua_touserdata(L, 1));
+    lua_settop(L, 0);
     lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);
     luaL_checkstack(L, static_cast<int>(c->args->size()), "too many arguments");
     for (const auto& a : *c->args) push_plain(L, a);
-    lua_call(L, static_cast<int>(c->args->size()), 0);
+    lua_call(L, static_cast<int>(c->args->size()), c->results ? LUA_MULTRET : 0);
+    keep_results(L, 0, c->results);
+    return 0;
+}
+
+int release_ref(lua_State* L) {
+    luaL_unref(L, LUA_REGISTRYINDEX, *static_cast<int*>(lua_touserdata(L, 1)));
     return 0;
 }
 
@@ -725,6 +748,7 @@ LuaResult LuaSandbox::State::result_of(int status) const {
     }
     if (have_error) r = error;
     r.ok = false;
+    r.syntax_error = compile_failed;
     if (r.message.empty())
         r.message = status == LUA_ERRERR ? "error while handling an error (runaway __tostring or stack overflow?)"
                                          : "unknown error";
@@ -837,12 +861,6 @@ LuaResult LuaSandbox::run(const std::string& text, const std::string& chunkname,
     return call(run_chunk, &c);
 }
 
-LuaResult LuaSandbox::compile(const std::string& text, const std::string& chunkname) {
-    state_->add_chunk(chunkname, false);
-    ChunkCall c{&text, &chunkname, nullptr, nullptr, LUA_NOREF, true};
-    return call(run_chunk, &c);
-}
-
 LuaResult LuaSandbox::run_host_chunk(const std::string& text, const std::string& chunkname,
                                      const std::vector<HostFunction>& args, std::vector<int>& kept) {
     state_->add_chunk(chunkname, true);
@@ -850,10 +868,12 @@ LuaResult LuaSandbox::run_host_chunk(const std::string& text, const std::string&
     return call(run_chunk, &c);
 }
 
-LuaResult LuaSandbox::call_kept(int ref, const std::vector<LuaValue>& args) {
-    KeptCall c{ref, &args};
+LuaResult LuaSandbox::call_kept(int ref, const std::vector<LuaValue>& args, std::vector<int>* results) {
+    KeptCall c{ref, &args, results};
     return call(call_kept_function, &c);
 }
+
+void LuaSandbox::release(int ref) { call(release_ref, &ref); }
 
 LuaResult LuaSandbox::set_readonly_global(const std::string& name, std::shared_ptr<const LuaValue> value) {
     State& st = *state_;

@@ -28,6 +28,7 @@ struct LuaResult {
     std::string file;       // chunk name without '@' (e.g. rules/gpu-masks.lua); "" if unknown
     int line = 0;           // 0 = unknown
     std::string traceback;  // Lua's stack traceback at the error, when one could be taken
+    bool syntax_error = false;  // the chunk did not compile (it never ran)
 
     // "file:line: message", leaving out what is unknown.
     std::string describe() const;
@@ -108,16 +109,17 @@ public:
     // kept table `env_ref` (from run_host_chunk) instead.
     LuaResult run(const std::string& text, const std::string& chunkname, int env_ref = LUA_NOREF);
 
-    // Only compiles `text` (text only): a syntax error comes back with its line.
-    LuaResult compile(const std::string& text, const std::string& chunkname);
-
     // Runs a trusted host chunk with `args` as its `...`; each value it returns is kept in the
     // registry and its reference appended to `kept` (for call_kept).
     LuaResult run_host_chunk(const std::string& text, const std::string& chunkname,
                              const std::vector<HostFunction>& args, std::vector<int>& kept);
 
-    // Calls a kept function with plain (writable) copies of `args`; its results are dropped.
-    LuaResult call_kept(int ref, const std::vector<LuaValue>& args);
+    // Calls a kept function with plain (writable) copies of `args`; its results are kept
+    // (references appended to `results`) when `results` is given, else dropped.
+    LuaResult call_kept(int ref, const std::vector<LuaValue>& args, std::vector<int>* results = nullptr);
+
+    // Drops a kept value so it can be collected.
+    void release(int ref);
 
     // Makes `value` the read-only global `name`: writes, rawset and setmetatable on it or on
     // any table inside raise "<name> table is read-only: <path>". Tables become Lua proxies

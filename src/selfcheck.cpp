@@ -12,13 +12,13 @@ namespace sitegen {
 namespace {
 
 // Lmod's modulefile API as a recorder. Trusted host code; its arguments are host functions.
-// Returns the environment table modulefiles run in (Lmod's sandbox: these names and no more).
+// Returns begin(): it reads the next evaluation's input and returns a fresh environment
+// table for the modulefile, reading through to the API (Lmod's sandbox: these names only).
 constexpr const char* kRecorder = R"lua(-- modulefile recorder: Lmod's modulefile API, recording what a load or unload changes
 local record, caller, input, host_is_file, host_is_dir = ...
-local mode, full_name, file_name, env_vars, modulerc = input()
 local type, tostring, select, error, concat, ipairs, pairs = type, tostring, select, error, table.concat, ipairs, pairs
 local setmetatable, sort = setmetatable, table.sort
-local loading = mode == "load"
+local mode, full_name, file_name, env_vars, loading  -- set by begin() for each evaluation
 
 local function fail(message) error(message, 0) end  -- the position is the modulefile's frame
 local function note(kind, x, y, z) record(kind, x, y, z, (caller())) end
@@ -289,24 +289,35 @@ end
 function rc.hide_version(...) change("hide_version", strings("hide_version", 1, ...)[1]) end
 function rc.hide_modulefile(...) change("hide_modulefile", strings("hide_modulefile", 1, ...)[1]) end
 
-local env = modulerc and rc or api
-local names = {}
-for k in pairs(env) do names[#names + 1] = k end
-sort(names)
-for _, k in ipairs(names) do record("api", k, "", "", 0) end
-return env
+-- Each evaluation's globals land in a fresh table; the API behind it is shared, as in Lmod.
+local api_meta, rc_meta = { __index = api }, { __index = rc }
+
+for _, set in ipairs({ { api, "api" }, { rc, "rc" } }) do
+  local names = {}
+  for k in pairs(set[1]) do names[#names + 1] = k end
+  sort(names)
+  for _, k in ipairs(names) do record(set[2], k, "", "", 0) end
+end
+
+return function()
+  local modulerc
+  mode, full_name, file_name, env_vars, modulerc = input()
+  loading = mode == "load"
+  return setmetatable({}, modulerc and rc_meta or api_meta)
+end
 )lua";
 
 bool ends_with(const std::string& s, const std::string& tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// What the host functions of the recorder read and write during one evaluation.
 struct Recording {
     ModuleRecord* record = nullptr;
     const RecordOptions* options = nullptr;
     const std::map<std::string, std::string>* env = nullptr;
     std::string mode, full_name, file;
-    std::vector<std::string> api_names;
+    std::vector<std::string> api_names, rc_names;  // for "did you mean"
 };
 
 Recording& recording_of(lua_State* L) { return *static_cast<Recording*>(host_context(L)); }
@@ -334,6 +345,7 @@ int l_record(lua_State* L) {
         else if (k == "message") rec.messages.push_back(a);
         else if (k == "error") rec.errors.push_back(r.file + ":" + std::to_string(line) + ": " + a);
         else if (k == "api") r.api_names.push_back(a);
+        else if (k == "rc") r.rc_names.push_back(a);
         return 0;
     });
 }
@@ -384,12 +396,11 @@ std::string full_name_of(const std::string& file) {
 }
 
 // The Lua error as a finding: unknown functions named as such, with a suggestion.
-std::string describe_failure(const LuaResult& r, const std::string& file, const std::vector<std::string>& api,
-                             bool syntax) {
+std::string describe_failure(const LuaResult& r, const std::string& file, const std::vector<std::string>& api) {
     static const std::regex call_nil(R"(attempt to call a nil value \((global|field|method) '([^']*)'\))");
     std::string message = r.message;
     std::smatch m;
-    if (syntax) {
+    if (r.syntax_error) {
         message = "syntax error: " + message;
     } else if (std::regex_search(message, m, call_nil)) {
         const std::string name = m[2];
@@ -470,55 +481,81 @@ void report_errors(const std::string& file, const std::vector<std::string>& erro
     }
 }
 
+// One sandbox with the recorder loaded, reused for many evaluations (each in fresh tables).
+class ModulefileRecorder {
+public:
+    ModulefileRecorder() {
+        std::vector<int> kept;
+        ready_ = sandbox_.run_host_chunk(
+            kRecorder, "=[modulefile recorder]",
+            {{l_record, &now_}, LuaSandbox::caller_function(), {l_input, &now_}, {l_is_file, &now_}, {l_is_dir, &now_}},
+            kept);
+        if (ready_.ok && !kept.empty()) begin_ = kept.front();
+    }
+
+    ModuleRecord record(const std::string& text, const std::string& chunkname, const std::string& mode,
+                        const std::map<std::string, std::string>& env, const RecordOptions& options) {
+        ModuleRecord rec;
+        const bool named = !chunkname.empty() && (chunkname[0] == '@' || chunkname[0] == '=');
+        const std::string source = named ? chunkname : "@" + chunkname;
+        now_.record = &rec;
+        now_.options = &options;
+        now_.env = &env;
+        now_.mode = mode;
+        now_.file = source.substr(1);
+        now_.full_name = options.module_full_name.empty() ? full_name_of(now_.file) : options.module_full_name;
+        if (mode != "load" && mode != "unload") {
+            rec.errors.push_back(now_.file + ":0: unknown mode '" + mode + "' (load or unload)");
+        } else if (begin_ == LUA_NOREF) {
+            rec.errors.push_back(now_.file + ":0: internal error: the recorder failed: " + ready_.describe());
+        } else {
+            evaluate(text, source, rec);
+        }
+        now_.record = nullptr;
+        return rec;
+    }
+
+private:
+    void evaluate(const std::string& text, const std::string& source, ModuleRecord& rec) {
+        std::vector<int> env;
+        const LuaResult fresh = sandbox_.call_kept(begin_, {}, &env);
+        if (!fresh.ok || env.empty()) {
+            rec.errors.push_back(now_.file + ":0: internal error: the recorder failed: " + fresh.describe());
+            return;
+        }
+        const LuaResult result = sandbox_.run(text, source, env.front());
+        for (int ref : env) sandbox_.release(ref);
+        if (!result.ok)
+            rec.errors.push_back(describe_failure(result, now_.file, now_.options->modulerc ? now_.rc_names : now_.api_names));
+    }
+
+    LuaSandbox sandbox_;
+    Recording now_;
+    LuaResult ready_;
+    int begin_ = LUA_NOREF;
+};
+
 }  // namespace
 
 ModuleRecord record_modulefile(const std::string& text, const std::string& chunkname, const std::string& mode,
                                const std::map<std::string, std::string>& env, const RecordOptions& options) {
-    ModuleRecord rec;
-    const std::string source = !chunkname.empty() && (chunkname[0] == '@' || chunkname[0] == '=') ? chunkname : "@" + chunkname;
-    Recording r;
-    r.record = &rec;
-    r.options = &options;
-    r.env = &env;
-    r.mode = mode;
-    r.file = source.substr(1);
-    r.full_name = options.module_full_name.empty() ? full_name_of(r.file) : options.module_full_name;
-    if (mode != "load" && mode != "unload") {
-        rec.errors.push_back(r.file + ":0: unknown mode '" + mode + "' (load or unload)");
-        return rec;
-    }
-    LuaSandbox sandbox;
-    LuaResult syntax = sandbox.compile(text, source);
-    if (!syntax.ok) {
-        rec.errors.push_back(describe_failure(syntax, r.file, {}, true));
-        return rec;
-    }
-    std::vector<int> kept;
-    const LuaResult ready = sandbox.run_host_chunk(
-        kRecorder, "=[modulefile recorder]",
-        {{l_record, &r}, LuaSandbox::caller_function(), {l_input, &r}, {l_is_file, &r}, {l_is_dir, &r}}, kept);
-    if (!ready.ok || kept.empty()) {
-        rec.errors.push_back(r.file + ":0: internal error: the recorder failed: " + ready.describe());
-        return rec;
-    }
-    const LuaResult result = sandbox.run(text, source, kept.front());
-    if (!result.ok) rec.errors.push_back(describe_failure(result, r.file, r.api_names, false));
-    return rec;
+    return ModulefileRecorder().record(text, chunkname, mode, env, options);
 }
 
 void self_check_modulefiles(const OutputList& files, Diagnostics& diags) {
     RecordOptions installed;  // evaluate as on the installed system: every path exists
     installed.is_file = [](const std::string&) { return true; };
     installed.is_dir = [](const std::string&) { return true; };
+    ModulefileRecorder recorder;
     for (const auto& f : files) {
         if (!is_modulefile(f.path)) continue;
         RecordOptions options = installed;
         options.modulerc = ends_with(f.path, "/.modulerc.lua");
         std::vector<std::string> seen;
-        const ModuleRecord load = record_modulefile(f.contents, f.path, "load", {}, options);
+        const ModuleRecord load = recorder.record(f.contents, f.path, "load", {}, options);
         report_errors(f.path, load.errors, diags, seen);
         if (options.modulerc) continue;
-        const ModuleRecord unload = record_modulefile(f.contents, f.path, "unload", after_load(load), options);
+        const ModuleRecord unload = recorder.record(f.contents, f.path, "unload", after_load(load), options);
         report_errors(f.path, unload.errors, diags, seen);
         if (load.errors.empty() && unload.errors.empty()) check_symmetry(f.path, load, unload, diags);
     }
