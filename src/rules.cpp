@@ -450,7 +450,13 @@ std::vector<std::string> rule_files(const std::vector<std::string>& dirs, Diagno
 void run_rule_files(const Site& site, const std::vector<std::string>& files, Diagnostics& diags) {
     const auto tree = std::make_shared<const LuaValue>(site_to_lua(site));  // shared by every file's sandbox
     std::vector<std::pair<std::string, std::string>> seen_rules;              // name -> file
-    for (const auto& f : files) run_one_file(site, tree, f, seen_rules, diags);
+    for (const auto& f : files) {
+        try {
+            run_one_file(site, tree, f, seen_rules, diags);
+        } catch (const std::exception& e) {  // e.g. no memory for a sandbox: the file's rules did not run
+            diags.error({shown_path(f), 0, 0}, std::string("rules could not run: ") + e.what());
+        }
+    }
 }
 
 void run_rules(const Site& site, const std::vector<std::string>& rule_dirs, Diagnostics& diags) {

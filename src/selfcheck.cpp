@@ -333,6 +333,9 @@ int l_record(lua_State* L) {
     Recording& r = recording_of(L);
     return host_guard(L, [&] {
         const std::string k(kind, kl), a(x, xl);
+        if (k == "api") r.api_names.push_back(a);
+        else if (k == "rc") r.rc_names.push_back(a);
+        if (!r.record) return 0;  // the API names come while the recorder loads, before any record
         ModuleRecord& rec = *r.record;
         if (k == "change") rec.changes.push_back({a, std::string(y, yl), std::string(z, zl), line});
         else if (k == "load") rec.loads.push_back(a);
@@ -344,8 +347,6 @@ int l_record(lua_State* L) {
         else if (k == "help") rec.help += a;
         else if (k == "message") rec.messages.push_back(a);
         else if (k == "error") rec.errors.push_back(r.file + ":" + std::to_string(line) + ": " + a);
-        else if (k == "api") r.api_names.push_back(a);
-        else if (k == "rc") r.rc_names.push_back(a);
         return 0;
     });
 }
@@ -546,18 +547,22 @@ void self_check_modulefiles(const OutputList& files, Diagnostics& diags) {
     RecordOptions installed;  // evaluate as on the installed system: every path exists
     installed.is_file = [](const std::string&) { return true; };
     installed.is_dir = [](const std::string&) { return true; };
-    ModulefileRecorder recorder;
-    for (const auto& f : files) {
-        if (!is_modulefile(f.path)) continue;
-        RecordOptions options = installed;
-        options.modulerc = ends_with(f.path, "/.modulerc.lua");
-        std::vector<std::string> seen;
-        const ModuleRecord load = recorder.record(f.contents, f.path, "load", {}, options);
-        report_errors(f.path, load.errors, diags, seen);
-        if (options.modulerc) continue;
-        const ModuleRecord unload = recorder.record(f.contents, f.path, "unload", after_load(load), options);
-        report_errors(f.path, unload.errors, diags, seen);
-        if (load.errors.empty() && unload.errors.empty()) check_symmetry(f.path, load, unload, diags);
+    try {
+        ModulefileRecorder recorder;
+        for (const auto& f : files) {
+            if (!is_modulefile(f.path)) continue;
+            RecordOptions options = installed;
+            options.modulerc = ends_with(f.path, "/.modulerc.lua");
+            std::vector<std::string> seen;
+            const ModuleRecord load = recorder.record(f.contents, f.path, "load", {}, options);
+            report_errors(f.path, load.errors, diags, seen);
+            if (options.modulerc) continue;
+            const ModuleRecord unload = recorder.record(f.contents, f.path, "unload", after_load(load), options);
+            report_errors(f.path, unload.errors, diags, seen);
+            if (load.errors.empty() && unload.errors.empty()) check_symmetry(f.path, load, unload, diags);
+        }
+    } catch (const std::exception& e) {  // e.g. no memory for the sandbox: nothing goes out unchecked
+        diags.error({}, std::string("the modulefile self-check could not run: ") + e.what());
     }
 }
 
