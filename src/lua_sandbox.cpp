@@ -441,7 +441,7 @@ const LuaValue* child_of(lua_State* L, const LuaValue& node, int key) {
     size_t len = 0;
     const char* k = lua_tolstring(L, key, &len);
     for (const auto& field : node.fields)
-        if (field.first.size() == len && std::memcmp(field.first.data(), k, len) == 0) return &field.second;
+        if (field.key.size() == len && std::memcmp(field.key.data(), k, len) == 0) return &field.value;
     return nullptr;
 }
 
@@ -526,7 +526,7 @@ int proxy_next(lua_State* L) {
     } else if (lua_type(L, 2) == LUA_TSTRING) {
         const LuaValue* at = child_of(L, node, 2);
         for (size_t j = 0; at && j < node.fields.size(); ++j)
-            if (&node.fields[j].second == at) next_field = j + 2;
+            if (&node.fields[j].value == at) next_field = j + 2;
         if (!at) return luaL_error(L, "invalid key to 'next'");
     }
     if (next_item >= 1 && next_item > node.items.size()) {
@@ -536,7 +536,7 @@ int proxy_next(lua_State* L) {
     if (next_item >= 1) {
         lua_pushinteger(L, static_cast<lua_Integer>(next_item));
     } else if (next_field >= 1 && next_field <= node.fields.size()) {
-        const auto& name = node.fields[next_field - 1].first;
+        const auto& name = node.fields[next_field - 1].key;
         lua_pushlstring(L, name.data(), name.size());
     } else {
         lua_pushnil(L);
@@ -632,8 +632,8 @@ void push_plain(lua_State* L, const LuaValue& v) {
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
     }
     for (const auto& field : v.fields) {
-        lua_pushlstring(L, field.first.data(), field.first.size());
-        push_plain(L, field.second);
+        lua_pushlstring(L, field.key.data(), field.key.size());
+        push_plain(L, field.value);
         lua_rawset(L, -3);
     }
 }

@@ -38,6 +38,8 @@ struct LuaResult {
 // 1-based in Lua) and named `fields`. `path` is the dotted key path of the value in its source
 // (what pathof() returns and what read-only errors name), e.g. "hardware.device_cores.3";
 // empty means derived: the parent's path plus ".key" (items count from 0, as in site files).
+struct LuaField;
+
 struct LuaValue {
     enum class Kind { nil, boolean, integer, string, table };
     Kind kind = Kind::nil;
@@ -45,7 +47,7 @@ struct LuaValue {
     long long number = 0;
     std::string text;
     std::vector<LuaValue> items;
-    std::vector<std::pair<std::string, LuaValue>> fields;
+    std::vector<LuaField> fields;  // (not pair<string, LuaValue>: clang needs LuaValue complete for that)
     std::string path;
 
     static LuaValue make_bool(bool v, std::string path = {});
@@ -54,6 +56,12 @@ struct LuaValue {
     static LuaValue make_table(std::string path = {});
     LuaValue& add(std::string key, LuaValue v);  // a named field; returns *this
     LuaValue& push(LuaValue v);                  // the next array item; returns *this
+};
+
+struct LuaField {
+    std::string key;
+    LuaValue value;
+    LuaField(std::string k, LuaValue v) : key(std::move(k)), value(std::move(v)) {}
 };
 
 // A C function given to a host chunk as an argument, with `context` as its only upvalue
