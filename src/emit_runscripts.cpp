@@ -40,9 +40,16 @@ std::string python_command(const Stack& stack) {
     return stack.python.interpreter.empty() ? "python" : bash_word(stack.python.interpreter);
 }
 
+// `name` when it is a valid variable name; anything else would be bash code, not a name.
+const std::string& var_name(const std::string& name) {
+    if (!is_valid_var_name(name)) throw std::invalid_argument("not a valid environment variable name: " + name);
+    return name;
+}
+
 // The site's value unless the user already chose one. (Not "${NAME-value}": inside it bash
 // also parses } and quotes, so a value could end the expansion early.)
 std::string export_default(const std::string& name, const std::string& value) {
+    var_name(name);
     return "[[ -n ${" + name + "+x} ]] || " + name + "=" + bash_word(value) + "\nexport " + name + "\n";
 }
 
@@ -56,6 +63,7 @@ std::string collective_exports(const Site& site) {
 std::string visibility_block(const Site& site) {
     const std::string& var = site.collectives.visibility_var;
     if (var.empty() || site.hardware.devices_per_node == 0) return "";
+    var_name(var);
     return "# One device per rank, unless the scheduler already bound exactly one.\n"
            "if [[ -z ${" + var + ":-} || ${" + var + "} == *,* ]]; then\n"
            "  export " + var + "=\"$LOCAL_RANK\"\n"
@@ -64,9 +72,9 @@ std::string visibility_block(const Site& site) {
 
 std::string miopen_block(const Site& site, const std::string& job, const std::string& node) {
     if (site.hardware.gpu_vendor != GpuVendor::amd) return "";
-    return "# MIOpen's cache cannot live on Lustre: one directory per job and node in local /tmp.\n"
-           "# Every rank creates it (mkdir -p is race-free); nothing of other jobs is removed.\n"
-           "export MIOPEN_USER_DB_PATH=\"${MIOPEN_USER_DB_PATH:-${TMPDIR:-/tmp}/${USER:-user}-miopen-" +
+    return "# MIOpen's cache cannot live on Lustre: one directory per user, job and node in the\n"
+           "# node-local /tmp. Every rank creates it (mkdir -p is race-free); nothing is removed.\n"
+           "export MIOPEN_USER_DB_PATH=\"${MIOPEN_USER_DB_PATH:-/tmp/${USER:-$UID}-miopen-" +
            job + "-" + node + "}\"\n"
            "export MIOPEN_CUSTOM_CACHE_DIR=\"${MIOPEN_CUSTOM_CACHE_DIR:-$MIOPEN_USER_DB_PATH}\"\n"
            "mkdir -p -- \"$MIOPEN_USER_DB_PATH\" \"$MIOPEN_CUSTOM_CACHE_DIR\"\n";
@@ -80,7 +88,7 @@ std::string affinity_report(const Site& site) {
            "    if [[ $key == Cpus_allowed_list: ]]; then cpus=$value; fi\n"
            "  done </proc/$$/status\n"
            "  printf 'rank %s (local %s) on %s: cpus %s, device %s\\n' \"$RANK\" \"$LOCAL_RANK\" \"${HOSTNAME:-?}\" \"$cpus\" " +
-           (var.empty() ? std::string("none") : "\"${" + var + ":-all}\"") + " >&2\n"
+           (var.empty() ? std::string("none") : "\"${" + var_name(var) + ":-all}\"") + " >&2\n"
            "fi\n";
 }
 
@@ -101,38 +109,72 @@ std::string header(const std::string& file, const Stack& stack, const std::strin
            "set -euo pipefail\n";
 }
 
+// Bash that dies unless each named variable holds a decimal number: they come from the
+// scheduler's environment and enter $((...)), where bash would evaluate any expression.
+std::string require_numbers(const std::string& vars, const std::string& how) {
+    return "for v in " + vars + "; do\n"
+           "  [[ -n ${!v:-} ]] || die \"$v is not set: " + how + "\"\n"
+           "  [[ ${!v} =~ ^[0-9]{1,18}$ ]] || die \"$v is not a number: ${!v}\"\n"
+           "done\n";
+}
+
+// MASTER_PORT = base + job % span: jobs sharing a node get different ports. Further steps
+// of one job move by ~0.618 span, far from the ports of jobs with nearby ids.
+std::string master_port_line(const Collectives& c, const std::string& job, const std::string& step) {
+    const int span = c.master_port_span > 0 ? c.master_port_span : 1;
+    const int stride = span * 618 / 1000;
+    std::string sum = "10#" + job;
+    if (!step.empty() && stride > 0) sum = "10#" + job + " % " + std::to_string(span) + " + 10#" + step + " % " + std::to_string(span) + " * " + std::to_string(stride);
+    return "# Port: " + std::to_string(c.master_port_base) + " + job id % " + std::to_string(span) +
+           (step.empty() || stride == 0 ? std::string(" (concurrent jobs on a node differ)")
+                                        : " (concurrent jobs on a node differ), each further\n# step of the job shifted by " +
+                                              std::to_string(stride)) +
+           "; a MASTER_PORT set by the user wins.\n"
+           "export MASTER_PORT=\"${MASTER_PORT:-$((" + std::to_string(c.master_port_base) + " + (" + sum + ") % " +
+           std::to_string(span) + "))}\"\n";
+}
+
 std::string slurm_wrapper(const Site& site, const Stack& stack, const std::string& name) {
-    const auto& c = site.collectives;
     std::string s = header(name, stack, "per-rank wrapper for srun: sets the torch.distributed\n# environment from Slurm's, then execs python with all its arguments.");
     s += "die() { printf '" + name + ": %s\\n' \"$*\" >&2; exit 2; }\n";
-    s += "for v in SLURM_JOB_ID SLURM_PROCID SLURM_NTASKS SLURM_LOCALID; do\n"
-         "  [[ -n ${!v:-} ]] || die \"$v is not set: run this through srun inside a Slurm job\"\n"
-         "done\n";
+    s += require_numbers("SLURM_JOB_ID SLURM_PROCID SLURM_NTASKS SLURM_LOCALID",
+                         "run this through srun inside a Slurm job");
+    s += "step_id=${SLURM_STEP_ID:-0}\n"
+         "[[ $step_id =~ ^[0-9]{1,18}$ ]] || die \"SLURM_STEP_ID is not a number: $step_id\"\n"
+         "# srun always sets SLURM_NODEID; only a one-node step can be told its node without it.\n"
+         "node_id=${SLURM_NODEID:-}\n"
+         "if [[ -z $node_id && ${SLURM_STEP_TASKS_PER_NODE:-${SLURM_TASKS_PER_NODE:-}} =~ ^[0-9]+$ ]]; then node_id=0; fi\n"
+         "[[ -n $node_id ]] || die \"SLURM_NODEID is not set: run this through srun inside a Slurm job\"\n"
+         "[[ $node_id =~ ^[0-9]{1,9}$ ]] || die \"SLURM_NODEID is not a number: $node_id\"\n";
     s += bash_first_host_function();
-    s += "# Tasks on this node, from SLURM_STEP_TASKS_PER_NODE such as \"8(x3),4\".\n"
-         "tasks_on_this_node() {\n"
-         "  local spec=${SLURM_STEP_TASKS_PER_NODE:-${SLURM_TASKS_PER_NODE:-}} node=${SLURM_NODEID:-0} item count reps\n"
+    s += "# Sets local_tasks to the tasks on this node, from SLURM_STEP_TASKS_PER_NODE such as\n"
+         "# \"8(x3),4\" (one entry per node of the step, in SLURM_NODEID order).\n"
+         "count_local_tasks() {\n"
+         "  local spec=${SLURM_STEP_TASKS_PER_NODE:-${SLURM_TASKS_PER_NODE:-}} node=$((10#$node_id)) item count reps\n"
          "  local -a items\n"
          "  IFS=, read -ra items <<<\"$spec\"\n"
          "  for item in \"${items[@]}\"; do\n"
-         "    if [[ $item =~ ^([0-9]+)\\(x([0-9]+)\\)$ ]]; then count=${BASH_REMATCH[1]} reps=${BASH_REMATCH[2]}\n"
-         "    else count=$item reps=1; fi\n"
-         "    if ((node < reps)); then printf '%s\\n' \"$count\"; return 0; fi\n"
+         "    if [[ $item =~ ^([0-9]{1,9})\\(x([0-9]{1,9})\\)$ ]]; then count=${BASH_REMATCH[1]} reps=$((10#${BASH_REMATCH[2]}))\n"
+         "    elif [[ $item =~ ^[0-9]{1,9}$ ]]; then count=$item reps=1\n"
+         "    else return 1; fi\n"
+         "    if ((node < reps)); then local_tasks=$((10#$count)); return 0; fi\n"
          "    node=$((node - reps))\n"
          "  done\n"
          "  return 1\n"
          "}\n\n";
     s += "export RANK=\"$SLURM_PROCID\" WORLD_SIZE=\"$SLURM_NTASKS\" LOCAL_RANK=\"$SLURM_LOCALID\"\n";
-    s += "LOCAL_WORLD_SIZE=$(tasks_on_this_node) || die \"cannot tell the tasks on this node from SLURM_STEP_TASKS_PER_NODE\"\n"
-         "export LOCAL_WORLD_SIZE\n";
+    s += "count_local_tasks || die \"cannot tell the tasks on this node from SLURM_STEP_TASKS_PER_NODE=${SLURM_STEP_TASKS_PER_NODE:-}\"\n"
+         "export LOCAL_WORLD_SIZE=\"$local_tasks\"\n";
     s += "# Master: first host of this step's nodes (the job's when the step's is unknown).\n"
-         "MASTER_ADDR=${MASTER_ADDR:-$(sitegen_first_host \"${SLURM_STEP_NODELIST:-${SLURM_JOB_NODELIST:?}}\")}\n"
+         "if [[ -z ${MASTER_ADDR:-} ]]; then\n"
+         "  nodelist=${SLURM_STEP_NODELIST:-${SLURM_JOB_NODELIST:-}}\n"
+         "  [[ -n $nodelist ]] || die \"neither SLURM_STEP_NODELIST nor SLURM_JOB_NODELIST is set\"\n"
+         "  MASTER_ADDR=$(sitegen_first_host \"$nodelist\") || die \"cannot find the first host of $nodelist\"\n"
+         "fi\n"
          "export MASTER_ADDR\n";
-    s += "# Port: derived from job and step ids so concurrent jobs and steps on a node differ.\n"
-         "export MASTER_PORT=\"${MASTER_PORT:-$((" + std::to_string(c.master_port_base) + " + (SLURM_JOB_ID * 7 + ${SLURM_STEP_ID:-0}) % " +
-         std::to_string(c.master_port_span) + "))}\"\n";
+    s += master_port_line(site.collectives, "$SLURM_JOB_ID", "$step_id");
     s += visibility_block(site);
-    s += miopen_block(site, "$SLURM_JOB_ID", "${SLURM_NODEID:-0}");
+    s += miopen_block(site, "$SLURM_JOB_ID", "$node_id");
     s += collective_exports(site);
     s += affinity_report(site);
     if (in_container(site, stack)) s += container_activation();
@@ -141,26 +183,37 @@ std::string slurm_wrapper(const Site& site, const Stack& stack, const std::strin
 }
 
 std::string pbs_wrapper(const Site& site, const Stack& stack, const std::string& name) {
-    const auto& c = site.collectives;
     std::string s = header(name, stack, "per-rank wrapper for mpiexec under PBS Pro/PALS: sets the\n# torch.distributed environment, then execs python with all its arguments.");
     s += "die() { printf '" + name + ": %s\\n' \"$*\" >&2; exit 2; }\n";
-    s += "for v in PBS_JOBID PBS_NODEFILE PALS_RANKID PALS_LOCAL_RANKID; do\n"
+    s += "for v in PBS_JOBID PBS_NODEFILE; do\n"
          "  [[ -n ${!v:-} ]] || die \"$v is not set: run this through mpiexec inside a PBS job\"\n"
-         "done\n"
-         "[[ -r $PBS_NODEFILE ]] || die \"cannot read PBS_NODEFILE $PBS_NODEFILE\"\n";
-    s += "export RANK=\"$PALS_RANKID\" LOCAL_RANK=\"$PALS_LOCAL_RANKID\"\n";
-    s += "# Sizes: from PMI when the launcher sets them, else from the batch script's SITEGEN_* values.\n"
-         "WORLD_SIZE=${PMI_SIZE:-${SITEGEN_NRANKS:-}}\n"
-         "LOCAL_WORLD_SIZE=${PMI_LOCAL_SIZE:-${SITEGEN_RANKS_PER_NODE:-}}\n"
-         "[[ -n $WORLD_SIZE && -n $LOCAL_WORLD_SIZE ]] || die \"world size unknown: set SITEGEN_NRANKS and SITEGEN_RANKS_PER_NODE (the generated job script does)\"\n"
-         "export WORLD_SIZE LOCAL_WORLD_SIZE\n";
-    s += "if [[ -z ${MASTER_ADDR:-} ]]; then read -r MASTER_ADDR <\"$PBS_NODEFILE\"; fi\n"
-         "export MASTER_ADDR\n";
+         "done\n";
+    s += require_numbers("PALS_RANKID PALS_LOCAL_RANKID", "run this through mpiexec (PALS) inside a PBS job");
+    s += "[[ -r $PBS_NODEFILE ]] || die \"cannot read PBS_NODEFILE $PBS_NODEFILE\"\n";
     s += "job_number=${PBS_JOBID%%[!0-9]*}\n"
-         "export MASTER_PORT=\"${MASTER_PORT:-$((" + std::to_string(c.master_port_base) + " + ${job_number:-0} % " +
-         std::to_string(c.master_port_span) + "))}\"\n";
+         "[[ $job_number =~ ^[0-9]{1,18}$ ]] || die \"PBS_JOBID does not start with a job number: $PBS_JOBID\"\n";
+    s += "export RANK=\"$PALS_RANKID\" LOCAL_RANK=\"$PALS_LOCAL_RANKID\"\n";
+    s += "# Ranks per node: from the launcher, else the generated job script's SITEGEN_RANKS_PER_NODE.\n"
+         "LOCAL_WORLD_SIZE=${PALS_LOCAL_SIZE:-${PMI_LOCAL_SIZE:-${SITEGEN_RANKS_PER_NODE:-}}}\n"
+         "[[ $LOCAL_WORLD_SIZE =~ ^[0-9]{1,9}$ ]] || die \"ranks per node unknown (PALS_LOCAL_SIZE, PMI_LOCAL_SIZE or SITEGEN_RANKS_PER_NODE): '$LOCAL_WORLD_SIZE'\"\n"
+         "# All ranks: from the launcher, else nodes in PBS_NODEFILE x ranks per node.\n"
+         "WORLD_SIZE=${PMI_SIZE:-${SITEGEN_NRANKS:-}}\n"
+         "if [[ -z $WORLD_SIZE ]]; then\n"
+         "  declare -A seen_hosts=()\n"
+         "  while read -r host; do\n"
+         "    if [[ -n $host ]]; then seen_hosts[$host]=1; fi\n"
+         "  done <\"$PBS_NODEFILE\"\n"
+         "  WORLD_SIZE=$((${#seen_hosts[@]} * 10#$LOCAL_WORLD_SIZE))\n"
+         "fi\n"
+         "[[ $WORLD_SIZE =~ ^[0-9]{1,9}$ ]] || die \"world size is not a number: $WORLD_SIZE\"\n"
+         "export WORLD_SIZE LOCAL_WORLD_SIZE\n";
+    s += "# Master: the first host PBS gave the job.\n"
+         "if [[ -z ${MASTER_ADDR:-} ]]; then read -r MASTER_ADDR <\"$PBS_NODEFILE\" || true; fi\n"
+         "[[ -n ${MASTER_ADDR:-} ]] || die \"PBS_NODEFILE $PBS_NODEFILE is empty\"\n"
+         "export MASTER_ADDR\n";
+    s += master_port_line(site.collectives, "$job_number", "");
     s += visibility_block(site);
-    s += miopen_block(site, "${job_number:-0}", "${PALS_NODEID:-0}");
+    s += miopen_block(site, "$job_number", "${PALS_NODEID:-0}");
     s += collective_exports(site);
     s += affinity_report(site);
     s += "exec " + python_command(stack) + " \"$@\"\n";
@@ -186,12 +239,61 @@ std::string get_master(const Stack& stack) {
     return s;
 }
 
-// A directive value must stay on its line and not start a new option.
-std::string directive_value(const std::string& v) {
-    for (char c : v)
-        if (c == '\n' || c == '\r' || c == '\0')
-            throw std::invalid_argument("batch directive value contains a line break: " + v);
-    return v;
+// Why `value` cannot be written into a batch directive, or "" when it can. sbatch and qsub
+// split directive lines at blanks, read quotes and backslashes as quoting and '#' as a
+// comment, and a line break ends the directive; in a PBS -l resource ',' starts another.
+std::string directive_problem(const std::string& value, bool resource) {
+    for (unsigned char c : value) {
+        if (c < 0x20 || c == 0x7f) return "a line break or control character would end the directive";
+        if (c == ' ') return "a blank would split it into separate options";
+        if (c == '"' || c == '\'' || c == '\\') return "quotes and backslashes are parsed as quoting";
+        if (c == '#') return "'#' would start a comment";
+        if (resource && c == ',') return "',' would start another resource";
+    }
+    return "";
+}
+
+// A [batch] value and the directive that carries it, e.g. "#SBATCH --partition=" + value.
+struct DirectiveField {
+    const char* key;
+    std::string Batch::*value;
+    const char* prefix;
+    bool resource;  // a PBS -l resource
+};
+
+const std::vector<DirectiveField>& directive_fields(Scheduler scheduler) {
+    static const std::vector<DirectiveField> slurm = {
+        {"partition", &Batch::partition, "#SBATCH --partition=", false},
+        {"account", &Batch::account, "#SBATCH --account=", false},
+        {"time", &Batch::time, "#SBATCH --time=", false},
+        {"mem", &Batch::mem, "#SBATCH --mem=", false},
+        {"output", &Batch::output, "#SBATCH --output=", false},
+    };
+    static const std::vector<DirectiveField> pbs = {
+        {"place", &Batch::place, "#PBS -l place=", true},
+        {"time", &Batch::time, "#PBS -l walltime=", true},
+        {"filesystems", &Batch::filesystems, "#PBS -l filesystems=", true},
+        {"partition", &Batch::partition, "#PBS -q ", false},
+        {"account", &Batch::account, "#PBS -A ", false},
+    };
+    return scheduler == Scheduler::slurm ? slurm : pbs;
+}
+
+std::string checked_directive(const std::string& prefix, const std::string& what, const std::string& value,
+                              bool resource) {
+    if (auto why = directive_problem(value, resource); !why.empty())
+        throw std::invalid_argument(what + " cannot be written into a batch directive: " + why);
+    return prefix + value + "\n";
+}
+
+// The directives for the site's [batch] values (checks should have refused bad ones).
+std::string batch_value_directives(const Site& site) {
+    std::string s;
+    for (const auto& f : directive_fields(site.site.scheduler)) {
+        const std::string& value = site.batch.*f.value;
+        if (!value.empty()) s += checked_directive(f.prefix, std::string("batch.") + f.key, value, f.resource);
+    }
+    return s;
 }
 
 std::string module_lines(const Site& site, const Stack& stack, const EmitOptions& options) {
@@ -226,16 +328,12 @@ std::string slurm_job(const Site& site, const Stack& stack, const EmitOptions& o
     const auto& b = site.batch;
     const int gpus = b.gpus_per_node > 0 ? b.gpus_per_node : site.hardware.devices_per_node;
     std::string s = "#!/bin/bash -l\n";
-    s += "#SBATCH --job-name=" + directive_value(lower(stack.name)) + "\n";
+    s += checked_directive("#SBATCH --job-name=", "the stack name", lower(stack.name), false);
     s += "#SBATCH --nodes=" + std::to_string(b.nodes) + "\n";
     s += "#SBATCH --ntasks-per-node=" + std::to_string(tasks_per_node(site)) + "\n";
     s += "#SBATCH --cpus-per-task=" + std::to_string(cpus_per_task(site)) + "\n";
     if (gpus > 0) s += "#SBATCH --gpus-per-node=" + std::to_string(gpus) + "\n";
-    if (!b.partition.empty()) s += "#SBATCH --partition=" + directive_value(b.partition) + "\n";
-    if (!b.account.empty()) s += "#SBATCH --account=" + directive_value(b.account) + "\n";
-    if (!b.time.empty()) s += "#SBATCH --time=" + directive_value(b.time) + "\n";
-    if (!b.mem.empty()) s += "#SBATCH --mem=" + directive_value(b.mem) + "\n";
-    if (!b.output.empty()) s += "#SBATCH --output=" + directive_value(b.output) + "\n";
+    s += batch_value_directives(site);
     s += "# " + stack.module_full_name() + " on " + site.site.name + ": sbatch job.slurm SCRIPT.py [ARGS...]\n"
          "# Generated by sitegen; one rank per " + std::string(gpus > 0 ? "GPU" : "task") +
          ", launched by srun (not torchrun: srun maps the tasks).\n";
@@ -249,7 +347,8 @@ std::string slurm_job(const Site& site, const Stack& stack, const EmitOptions& o
         launch += " --cpu-bind=mask_cpu:\"$CPU_MASKS\"";
     }
     if (in_container(site, stack))
-        s += launch + " " + runtime_cmd(site) + " exec \"$SIF" + upper_ident(stack.name) + "\" " + wrapper + " \"$@\"\n";
+        // SINGULARITY_BIND from the module mounts $RUNSCRIPTS at /runscripts.
+        s += launch + " " + runtime_cmd(site) + " exec \"$SIF" + upper_ident(stack.name) + "\" /runscripts/" + wrapper + " \"$@\"\n";
     else
         s += launch + " \"$RUNSCRIPTS/" + wrapper + "\" \"$@\"\n";
     return s;
@@ -260,21 +359,23 @@ std::string pbs_job(const Site& site, const Stack& stack, const EmitOptions& opt
     const auto& b = site.batch;
     const int ppn = tasks_per_node(site);
     std::string s = "#!/bin/bash -l\n";
-    s += "#PBS -N " + directive_value(lower(stack.name)) + "\n";
+    s += checked_directive("#PBS -N ", "the stack name", lower(stack.name), false);
     s += "#PBS -l select=" + std::to_string(b.nodes) + "\n";
-    if (!b.place.empty()) s += "#PBS -l place=" + directive_value(b.place) + "\n";
-    if (!b.time.empty()) s += "#PBS -l walltime=" + directive_value(b.time) + "\n";
-    if (!b.filesystems.empty()) s += "#PBS -l filesystems=" + directive_value(b.filesystems) + "\n";
-    if (!b.partition.empty()) s += "#PBS -q " + directive_value(b.partition) + "\n";
-    if (!b.account.empty()) s += "#PBS -A " + directive_value(b.account) + "\n";
+    s += batch_value_directives(site);
     s += "#PBS -j oe\n";
-    s += "# " + stack.module_full_name() + " on " + site.site.name + ": set PROGRAM below (or qsub -v PROGRAM=...),\n"
-         "# then qsub job.pbs. Generated by sitegen; one rank per device, launched by mpiexec.\n";
+    s += "# " + stack.module_full_name() + " on " + site.site.name + ": qsub -v PROGRAM='train.py --epochs 1' job.pbs\n"
+         "# (PROGRAM is split at blanks), or in an interactive job: bash job.pbs SCRIPT.py [ARGS...].\n"
+         "# Generated by sitegen; one rank per device, launched by mpiexec.\n";
     s += "set -euo pipefail\n";
-    s += ": \"${PROGRAM:?set PROGRAM to the python script and its arguments, e.g. qsub -v PROGRAM='train.py --epochs 1'}\"\n";
+    s += "if [[ $# -eq 0 ]]; then\n"
+         "  : \"${PROGRAM:?set PROGRAM to the python script and its arguments, e.g. qsub -v PROGRAM='train.py --epochs 1' job.pbs}\"\n"
+         "  read -ra program <<<\"$PROGRAM\"\n"
+         "  set -- \"${program[@]}\"\n"
+         "fi\n";
     s += module_lines(site, stack, options);
     s += "cd \"${PBS_O_WORKDIR:-.}\"\n";
-    s += "NNODES=$(wc -l <\"$PBS_NODEFILE\")\n";
+    s += "# PBS lists a node once per MPI slot; count each node once.\n";
+    s += "NNODES=$(sort -u \"$PBS_NODEFILE\" | wc -l)\n";
     s += "export SITEGEN_RANKS_PER_NODE=" + std::to_string(ppn) + "\n";
     s += "export SITEGEN_NRANKS=$((NNODES * SITEGEN_RANKS_PER_NODE))\n";
     std::string bind;
@@ -282,12 +383,11 @@ std::string pbs_job(const Site& site, const Stack& stack, const EmitOptions& opt
         s += "# CPU binding computed from the node topology.\n";
         s += "CPU_BIND=" + bash_word(pals_cpu_bind_list(*ranks, site.binding.verbose)) + "\n";
         for (const auto& [var, pick] : site.binding.affinity_env)
-            s += "export " + var + "=" + bash_word(affinity_list(*ranks, pick)) + "\n";
+            s += "export " + var_name(var) + "=" + bash_word(affinity_list(*ranks, pick)) + "\n";
         bind = " --cpu-bind \"$CPU_BIND\"";
     }
-    s += "read -ra program <<<\"$PROGRAM\"\n";
     s += "mpiexec -np \"$SITEGEN_NRANKS\" -ppn \"$SITEGEN_RANKS_PER_NODE\"" + bind + " \"$RUNSCRIPTS/" + wrapper +
-         "\" \"${program[@]}\"\n";
+         "\" \"$@\"\n";
     return s;
 }
 
@@ -318,6 +418,17 @@ std::string python_simple(const Stack& stack) {
 }
 
 }  // namespace
+
+void check_runscript_values(const Site& site, Diagnostics& diags) {
+    for (const auto& f : directive_fields(site.site.scheduler)) {
+        const std::string& value = site.batch.*f.value;
+        const std::string path = std::string("batch.") + f.key;
+        if (auto why = directive_problem(value, f.resource); !why.empty())
+            diags.error(site.where(path), "'" + path + "' cannot be written into a " +
+                                              (site.site.scheduler == Scheduler::slurm ? "#SBATCH" : "#PBS") +
+                                              " directive: " + why);
+    }
+}
 
 std::string rank_wrapper_name(const Site& site, const Stack& stack) {
     return in_container(site, stack) ? "conda-python-distributed" : "python-distributed";

@@ -1,26 +1,109 @@
 #!/usr/bin/env bash
-# End to end on a real one-node Slurm: the generated batch script of the `local` site runs
-# 2 ranks via srun through the generated rank wrapper; each rank does a gloo all_reduce
-# with Debian's torch. Then two such jobs at once must not collide (port, cache).
+# The generated Slurm rank wrappers. First with a hand-made Slurm environment (every
+# exported variable, the error paths), then end to end on a real one-node Slurm: the
+# generated batch script of the `local` site runs 2 ranks via srun through the rank
+# wrapper, each doing a gloo all_reduce with Debian's torch; two such jobs at once must not
+# collide (port), and two jobs through the AMD (LUMI) wrapper get separate MIOpen caches.
 set -euo pipefail
 sitegen=$(realpath "${1:?usage: slurm_e2e.sh SITEGEN}")
 root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tests/tools/common.sh
 source "$root/tests/tools/common.sh"
-need_tool sbatch
-need_tool slurmctld
+need_tool sbatch srun slurmctld slurmd
 if ! /usr/bin/python3 -c 'import torch.distributed'; then
   fail "Debian's python3-torch is not importable by /usr/bin/python3"
   finish
 fi
 
-slurm_dir=$SCRATCH/slurm
-trap 'bash "$root/tests/tools/slurm.sh" down "$slurm_dir"; rm -rf "$SCRATCH"' EXIT
-eval "$(bash "$root/tests/tools/slurm.sh" up "$slurm_dir")"
-
 out=$SCRATCH/out
-"$sitegen" --sites-dir "$root/sites" --out-dir "$out" build local --prefix "$out/modules-out/local" >/dev/null
-job=$out/modules-out/local/software/pytorch/1.13.1-cpu/runscripts/job.slurm
+for site in local lumi; do
+  "$sitegen" --sites-dir "$root/sites" --out-dir "$out" build "$site" --prefix "$out/modules-out/$site" >/dev/null 2>&1
+done
+local_root=$out/modules-out/local/software/pytorch/1.13.1-cpu
+job=$local_root/runscripts/job.slurm
+local_w=$local_root/runscripts/python-distributed
+lumi_w=$(find "$out/modules-out/lumi" -name conda-python-distributed)
+# A unique user name keeps the MIOpen directories this suite makes in /tmp its own.
+test_user=sitegen-test-$$
+at_exit "rm -rf /tmp/$test_user-miopen-*"
+
+# ---- Part 1: a hand-made Slurm environment (node 2 of 4 in "4(x2),3,1", step 0).
+show_env='import os; print(" ".join(k + "=" + os.environ.get(k, "<unset>") for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GLOO_SOCKET_IFNAME")))'
+fake_slurm=(SLURM_JOB_ID=123456 SLURM_STEP_ID=0 SLURM_PROCID=9 SLURM_NTASKS=12 SLURM_LOCALID=1 SLURM_NODEID=2
+  "SLURM_STEP_TASKS_PER_NODE=4(x2),3,1" "SLURM_STEP_NODELIST=nid[005028-005031]" "SLURM_JOB_NODELIST=other[1-9]")
+run_local() {  # run_local [VAR=value...]: the local wrapper (execs /usr/bin/python3) in the fake env
+  env -i PATH=/usr/bin:/bin "${fake_slurm[@]}" "$@" bash "$local_w" -c "$show_env"
+}
+# Port: 29500 + 123456 % 1000 (local site: base 29500, span 1000).
+check_eq "fake env: rank 9 on node 2" \
+  "RANK=9 WORLD_SIZE=12 LOCAL_RANK=1 LOCAL_WORLD_SIZE=3 MASTER_ADDR=nid005028 MASTER_PORT=29956 GLOO_SOCKET_IFNAME=lo" \
+  "$(run_local)"
+# Node 3 is the ",1" entry; the step's nodelist is gone, so the job's first host is the master.
+check_eq "fake env: node 3, job nodelist" \
+  "RANK=9 WORLD_SIZE=12 LOCAL_RANK=1 LOCAL_WORLD_SIZE=1 MASTER_ADDR=other1 MASTER_PORT=29956 GLOO_SOCKET_IFNAME=lo" \
+  "$(run_local SLURM_NODEID=3 SLURM_STEP_NODELIST=)"
+# Step 1 of the same job: (456 + 1 * 618) % 1000 = 74.
+check_eq "fake env: step 1 port" "MASTER_PORT=29574" "$(run_local SLURM_STEP_ID=1 | grep -o 'MASTER_PORT=[0-9]*')"
+check_eq "fake env: the user's choices win" "MASTER_ADDR=h1 MASTER_PORT=31000 GLOO_SOCKET_IFNAME=eth7" \
+  "$(run_local MASTER_ADDR=h1 MASTER_PORT=31000 GLOO_SOCKET_IFNAME=eth7 | grep -o 'MASTER_ADDR.*')"
+# shellcheck disable=SC2016  # '$(id)' is literal on purpose
+check_eq "fake env: arguments reach python unchanged" "a b|\$(id)|*|" \
+  "$(env -i PATH=/usr/bin:/bin "${fake_slurm[@]}" bash "$local_w" -c 'import sys; print("|".join(sys.argv[1:]))' 'a b' '$(id)' '*' '')"
+# Error paths: a clear message and exit 2, never a silent wrong rank.
+expect_error() {  # expect_error NAME MESSAGE VAR=value...
+  local name=$1 want=$2 msg code=0
+  shift 2
+  msg=$(env -i PATH=/usr/bin:/bin "${fake_slurm[@]}" "$@" bash "$local_w" -c 'print("ran")' 2>&1) || code=$?
+  check_eq "$name" "exit 2: $want" "exit $code: $msg"
+}
+expect_error "no SLURM_PROCID" "python-distributed: SLURM_PROCID is not set: run this through srun inside a Slurm job" SLURM_PROCID=
+expect_error "code in SLURM_JOB_ID is not evaluated" "python-distributed: SLURM_JOB_ID is not a number: a[\$(touch $SCRATCH/pwned)]" \
+  "SLURM_JOB_ID=a[\$(touch $SCRATCH/pwned)]"
+if [[ -e $SCRATCH/pwned ]]; then fail "SLURM_JOB_ID was evaluated"; else pass; fi
+expect_error "bad tasks per node" "python-distributed: cannot tell the tasks on this node from SLURM_STEP_TASKS_PER_NODE=4(x2" \
+  "SLURM_STEP_TASKS_PER_NODE=4(x2"
+expect_error "node beyond the tasks list" "python-distributed: cannot tell the tasks on this node from SLURM_STEP_TASKS_PER_NODE=4(x2),3,1" \
+  SLURM_NODEID=4
+expect_error "no SLURM_NODEID in a multi-node step" "python-distributed: SLURM_NODEID is not set: run this through srun inside a Slurm job" \
+  SLURM_NODEID=
+check_eq "no SLURM_NODEID in a one-node step" "LOCAL_WORLD_SIZE=3" \
+  "$(run_local SLURM_NODEID= SLURM_STEP_TASKS_PER_NODE=3 | grep -o 'LOCAL_WORLD_SIZE=[0-9]*')"
+expect_error "no nodelist" "python-distributed: neither SLURM_STEP_NODELIST nor SLURM_JOB_NODELIST is set" \
+  SLURM_STEP_NODELIST= SLURM_JOB_NODELIST=
+expect_error "malformed nodelist" "sitegen_first_host: malformed hostlist: nid[0
+python-distributed: cannot find the first host of nid[0" "SLURM_STEP_NODELIST=nid[0"
+
+# The AMD wrapper (LUMI) with a fake python: device visibility and the MIOpen cache.
+mkdir -p "$SCRATCH/fakebin"
+cat >"$SCRATCH/fakebin/python" <<'PY'
+#!/bin/bash
+printf 'ROCR_VISIBLE_DEVICES=%s MIOPEN_USER_DB_PATH=%s MIOPEN_CUSTOM_CACHE_DIR=%s NCCL_SOCKET_IFNAME=%s MASTER_PORT=%s' \
+  "${ROCR_VISIBLE_DEVICES-<unset>}" "$MIOPEN_USER_DB_PATH" "$MIOPEN_CUSTOM_CACHE_DIR" "$NCCL_SOCKET_IFNAME" "$MASTER_PORT"
+if [[ -d $MIOPEN_USER_DB_PATH ]]; then echo ' (cache exists)'; else echo ' (no cache dir)'; fi
+PY
+chmod +x "$SCRATCH/fakebin/python"
+run_lumi() {  # VIRTUAL_ENV: the module's variables already activated the venv
+  env -i PATH="$SCRATCH/fakebin:/usr/bin:/bin" USER="$test_user" VIRTUAL_ENV=/user-software/venv/pytorch \
+    "${fake_slurm[@]}" "$@" bash "$lumi_w" train.py
+}
+check_eq "LUMI: one GPU per rank, MIOpen cache per job and node" \
+  "ROCR_VISIBLE_DEVICES=1 MIOPEN_USER_DB_PATH=/tmp/$test_user-miopen-123456-2 MIOPEN_CUSTOM_CACHE_DIR=/tmp/$test_user-miopen-123456-2 NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3 MASTER_PORT=29956 (cache exists)" \
+  "$(run_lumi)"
+check_eq "LUMI: a GPU Slurm already bound is kept" "ROCR_VISIBLE_DEVICES=3" "$(run_lumi ROCR_VISIBLE_DEVICES=3 | grep -o '^[^ ]*')"
+check_eq "LUMI: several visible GPUs are narrowed to LOCAL_RANK" "ROCR_VISIBLE_DEVICES=1" \
+  "$(run_lumi ROCR_VISIBLE_DEVICES=0,1,2,3 | grep -o '^[^ ]*')"
+report=$(run_lumi SITEGEN_REPORT_AFFINITY=1 HOSTNAME=nidX 2>&1 >/dev/null)
+if [[ $report =~ ^rank\ 9\ \(local\ 1\)\ on\ nidX:\ cpus\ [0-9,-]+,\ device\ 1$ ]]; then pass; else fail "affinity report: $report"; fi
+
+# ---- Part 2: a real one-node Slurm.
+slurm_dir=$SCRATCH/slurm
+at_exit "bash '$root/tests/tools/slurm.sh' down '$slurm_dir'"
+if ! env_line=$(bash "$root/tests/tools/slurm.sh" up "$slurm_dir"); then
+  fail "the local Slurm did not start"
+  finish
+fi
+eval "$env_line"
+
 cat >"$SCRATCH/allreduce.py" <<'PY'
 import os, sys
 import torch
@@ -33,34 +116,61 @@ print(" ".join(f"{k}={v}" for k, v in env.items()), f"SUM={t.item():g}", "ARGS="
 dist.destroy_process_group()
 PY
 
-# run_job NAME: submits the job (2 ranks), waits, checks both ranks' output.
+# run_job NAME: submits the generated job script (2 ranks), waits, checks both ranks' output
+# (sum of rank+1 over ranks 0 and 1 = 3; the arguments arrive unchanged).
 run_job() {
-  local name=$1 log=$SCRATCH/$1.out code=0
+  local name=$1 log=$SCRATCH/$1.out code=0 host line
   (cd "$SCRATCH" && sbatch --wait --quiet -o "$log" "$job" "$SCRATCH/allreduce.py" "arg with space" "\$(id)") || code=$?
-  if [[ $code -ne 0 ]]; then fail "$name: job exited $code"; cat "$log"; return; fi
+  if [[ $code -ne 0 ]]; then fail "$name: job exited $code"; cat "$log"; return 0; fi
   pass
-  local host
   host=$(hostname)
   for rank in 0 1; do
     line=$(grep "^RANK=$rank " "$log" || true)
-    # shellcheck disable=SC2001  # a regex, not a fixed string
     check_eq "$name: rank $rank output" \
       "RANK=$rank WORLD_SIZE=2 LOCAL_RANK=$rank LOCAL_WORLD_SIZE=2 MASTER_ADDR=$host SUM=3 ARGS=arg with space|\$(id)" \
       "$(sed -E 's/ MASTER_PORT=[0-9]+//' <<<"$line")"
   done
   grep -o 'MASTER_PORT=[0-9]*' "$log" | sort -u >"$SCRATCH/$name.port"
+  check_eq "$name: both ranks agree on one port" 1 "$(wc -l <"$SCRATCH/$name.port")"
 }
 
 run_job single
-# Two jobs at once: both must succeed, with different ports.
+# Two jobs at once on the one node: both succeed, with different ports.
 run_job first &
 p1=$!
 run_job second &
 p2=$!
-wait "$p1" "$p2" || true
-# The background subshells counted into their own copies; recount from their logs.
-for name in first second; do
-  if [[ $(grep -c '^RANK=.* SUM=3 ' "$SCRATCH/$name.out" 2>/dev/null) == 2 ]]; then pass; else fail "concurrent job $name did not finish both ranks"; cat "$SCRATCH/$name.out" 2>/dev/null || true; fi
+wait "$p1" "$p2"
+if [[ -s $SCRATCH/first.port && $(<"$SCRATCH/first.port") != "$(<"$SCRATCH/second.port")" ]]; then
+  pass
+else
+  fail "concurrent jobs used the same MASTER_PORT: $(cat "$SCRATCH"/{first,second}.port)"
+fi
+
+# Two concurrent jobs through the AMD wrapper (fake python): each rank finds its job's
+# MIOpen directory created; the jobs' directories and ports differ.
+cat >"$SCRATCH/amd.job" <<'SH'
+#!/bin/bash
+srun bash "$@"
+SH
+amd_job() {  # amd_job NAME
+  PATH="$SCRATCH/fakebin:$PATH" USER=$test_user VIRTUAL_ENV=/user-software/venv/pytorch \
+    sbatch --wait --quiet -n2 -o "$SCRATCH/$1.out" "$SCRATCH/amd.job" "$lumi_w" train.py
+}
+amd_job amd1 &
+p1=$!
+amd_job amd2 &
+p2=$!
+if wait "$p1" && wait "$p2"; then pass; else fail "an AMD-wrapper job failed: $(cat "$SCRATCH"/amd?.out)"; fi
+for name in amd1 amd2; do
+  check_eq "$name: both ranks found their job's cache" 2 "$(grep -c "MIOPEN_USER_DB_PATH=/tmp/$test_user-miopen-[0-9]*-0 .*(cache exists)" "$SCRATCH/$name.out")"
+  grep -o 'MIOPEN_USER_DB_PATH=[^ ]*' "$SCRATCH/$name.out" | sort -u >"$SCRATCH/$name.cache"
+  grep -o 'MASTER_PORT=[0-9]*' "$SCRATCH/$name.out" | sort -u >"$SCRATCH/$name.port"
 done
-if [[ -s $SCRATCH/first.port && $(cat "$SCRATCH/first.port") != "$(cat "$SCRATCH/second.port")" ]]; then pass; else fail "concurrent jobs used the same MASTER_PORT"; fi
+if [[ $(<"$SCRATCH/amd1.cache") != "$(<"$SCRATCH/amd2.cache")" && $(wc -l <"$SCRATCH/amd1.cache") == 1 ]]; then
+  pass
+else
+  fail "AMD jobs shared a MIOpen cache: $(cat "$SCRATCH"/amd?.cache)"
+fi
+if [[ $(<"$SCRATCH/amd1.port") != "$(<"$SCRATCH/amd2.port")" ]]; then pass; else fail "AMD jobs shared a port"; fi
 finish
