@@ -59,14 +59,19 @@ std::string collective_exports(const Site& site) {
     return out;
 }
 
-// Device visibility: only when the scheduler left more than one device (or none) visible.
+// Device visibility: one device per rank. The scheduler's choice stands when it bound exactly
+// one device; when it left several (e.g. "4,5,6,7" for half a node) the rank takes its entry
+// of that list (ranks share round-robin if there are more ranks than entries).
 std::string visibility_block(const Site& site) {
     const std::string& var = site.collectives.visibility_var;
     if (var.empty() || site.hardware.devices_per_node == 0) return "";
     var_name(var);
     return "# One device per rank, unless the scheduler already bound exactly one.\n"
-           "if [[ -z ${" + var + ":-} || ${" + var + "} == *,* ]]; then\n"
+           "if [[ -z ${" + var + ":-} ]]; then\n"
            "  export " + var + "=\"$LOCAL_RANK\"\n"
+           "elif [[ ${" + var + "} == *,* ]]; then\n"
+           "  IFS=, read -ra visible_devices <<<\"${" + var + "}\"\n"
+           "  export " + var + "=\"${visible_devices[LOCAL_RANK % ${#visible_devices[@]}]}\"\n"
            "fi\n";
 }
 

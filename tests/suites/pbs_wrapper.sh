@@ -48,6 +48,8 @@ CCL_LOG_LEVEL=WARN
 ARGS=train.py --epochs 1" "$(run_rank 13 1)"
 # A device mask the launcher already set to one tile is kept; a user's CCL choice wins.
 check_eq "pre-bound tile kept" "ZE_AFFINITY_MASK=0.1" "$(run_rank 1 1 ZE_AFFINITY_MASK=0.1 | grep ZE_AFFINITY_MASK)"
+check_eq "two tiles left visible: the rank's entry" "ZE_AFFINITY_MASK=0.1" \
+  "$(run_rank 1 1 ZE_AFFINITY_MASK=0.0,0.1 | grep ZE_AFFINITY_MASK)"
 check_eq "user override kept" "CCL_LOG_LEVEL=DEBUG" "$(run_rank 1 1 CCL_LOG_LEVEL=DEBUG | grep CCL_LOG_LEVEL=)"
 # Without PMI sizes: ranks per node from the job script, nodes counted once each from a
 # PBS_NODEFILE that lists a node once per slot (2 nodes x 12 = 24).

@@ -92,6 +92,8 @@ check_eq "LUMI: one GPU per rank, MIOpen cache per job and node" \
 check_eq "LUMI: a GPU Slurm already bound is kept" "ROCR_VISIBLE_DEVICES=3" "$(run_lumi ROCR_VISIBLE_DEVICES=3 | grep -o '^[^ ]*')"
 check_eq "LUMI: several visible GPUs are narrowed to LOCAL_RANK" "ROCR_VISIBLE_DEVICES=1" \
   "$(run_lumi ROCR_VISIBLE_DEVICES=0,1,2,3 | grep -o '^[^ ]*')"
+check_eq "LUMI: half a node's GPUs, rank takes its entry" "ROCR_VISIBLE_DEVICES=5" \
+  "$(run_lumi ROCR_VISIBLE_DEVICES=4,5,6,7 | grep -o '^[^ ]*')"
 report=$(run_lumi SITEGEN_REPORT_AFFINITY=1 HOSTNAME=nidX 2>&1 >/dev/null)
 if [[ $report =~ ^rank\ 9\ \(local\ 1\)\ on\ nidX:\ cpus\ [0-9,-]+,\ device\ 1$ ]]; then pass; else fail "affinity report: $report"; fi
 
