@@ -4,6 +4,8 @@
 #include <regex>
 #include <set>
 
+#include "emit_runscripts.h"
+#include "quote.h"
 #include "schema.h"
 
 namespace sitegen {
@@ -105,6 +107,10 @@ void Checker::run(const std::string& expected_name) {
         site.hardware.devices_per_node == 0)
         diags.error(site.where("binding.style"), "CPU binding by device needs devices_per_node > 0");
     if (present("collectives")) require("collectives.library");
+    const std::string& vis = site.collectives.visibility_var;
+    if (!vis.empty() && !is_valid_var_name(vis))
+        diags.error(site.where("collectives.visibility_var"),
+                    "'" + vis + "' is not a valid environment variable name (^[A-Za-z_][A-Za-z0-9_]*$)");
     if (site.collectives.master_port_base + site.collectives.master_port_span > 65536)
         diags.error(site.where("collectives.master_port_span"),
                     "master_port_base + master_port_span exceeds 65535");
@@ -163,11 +169,6 @@ void Checker::check_stack(size_t i) {
 }
 
 void Checker::check_text_placement() {
-    const auto& b = site.batch;
-    for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
-             {"partition", b.partition}, {"account", b.account}, {"time", b.time}, {"mem", b.mem},
-             {"output", b.output}, {"place", b.place}, {"filesystems", b.filesystems}})
-        single_line("batch." + key, value);
     no_separator("site.install_prefix", site.site.install_prefix, ":", "PATH-like variables");
     // Lmod 8.6 emits `export NAME='...'` for the user's shell to eval: a line break in a
     // value ends the quoted word there and the rest would run as a command.
@@ -205,6 +206,7 @@ void Checker::check_text_placement() {
 
 void check_site(const Site& site, const std::string& expected_name, Diagnostics& diags) {
     Checker{site, diags}.run(expected_name);
+    check_runscript_values(site, diags);  // what would break a #SBATCH / #PBS line
 }
 
 }  // namespace sitegen
