@@ -1,24 +1,127 @@
 #!/usr/bin/env bash
-# Every generated easyconfig of every seed site (plus the hostile golden site) checked as
-# EasyBuild reads it, and its postinstallcmds run to prove they write sitegen's scripts
-# byte for byte (tests/tools/check_easyconfig.py).
+# Every generated easyconfig of every seed site (plus the hostile golden site), checked as
+# EasyBuild reads and runs it (tests/tools/check_easyconfig.py: parameters, names, file
+# naming, templates; postinstallcmds run under bash and /bin/sh write sitegen's scripts
+# byte for byte, sanity checks pass). Then, per site: the tools postinstallcmds call
+# (singularity, pip, conda: recorded by fakes) get exactly the arguments the seeds use,
+# and the module EasyBuild would generate from the easyconfig (dependencies, modextravars,
+# modluafooter) sets, under the real Lmod, exactly what sitegen's own modulefile sets.
 set -euo pipefail
 sitegen=$(realpath "${1:?usage: easyconfigs.sh SITEGEN}")
 root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tests/tools/common.sh
 source "$root/tests/tools/common.sh"
-need_tool python3
-check() {  # check SITES_DIR SITE
-  local out=$SCRATCH/$2
-  "$sitegen" --sites-dir "$1" --out-dir "$out" build "$2" >/dev/null
+# shellcheck source=tests/tools/lmod-lib.sh
+source "$root/tests/tools/lmod-lib.sh"
+need_tool python3 bash truncate lua5.4
+[[ -r $LMOD_INIT ]] || { fail "lmod is not installed"; finish; }
+
+stubs=$SCRATCH/stubs
+# The sites' own modules (EXTERNAL_MODULE dependencies), as empty stubs.
+for m in LUMI/24.03 PrgEnv-gnu/8.5.0 miniforge3/23.11.0-0 rocm/6.0.0 craype-accel-amd-gfx90a python/3.12.1-gpu; do
+  mkdir -p "$stubs/$(dirname "$m")"
+  echo "-- stub of the site's own $m" >"$stubs/$m.lua"
+done
+
+lumi_sif=lumi-pytorch-rocm-6.0.3-python-3.12-pytorch-v2.3.1-dockerhash-2c1c14cafd28.sif
+# expected_calls SITE: the fake tool calls of the site's postinstallcmds, one Python list
+# each (argv, then PYTHONUSERBASE), install dir as @INSTALLDIR@. From the seeds:
+#   lumi   LUMI's recipe: singularity exec --bind %(installdir)s/user-software:/user-software
+#          %(installdir)s/<sif> bash -c '$WITH_CONDA; cd /user-software/venv; python -m venv
+#          --system-site-packages pytorch' ($WITH_CONDA = source /opt/miniconda3/bin/activate pytorch)
+#   cirrus pip install --user under PYTHONUSERBASE=<dir>/python/3.12.1 (the python/3.12.1-gpu
+#          module's Python), the seed's packages and versions
+#   frontier conda create -p <env> python=3.10, then that env's pip (versions of the seed)
+expected_calls() {
+  case $1 in
+    lumi) cat <<EOF
+['singularity', 'exec', '--bind', '@INSTALLDIR@/user-software:/user-software', '@INSTALLDIR@/$lumi_sif', 'bash', '-c', 'source /opt/miniconda3/bin/activate pytorch && mkdir -p /user-software/venv && python -m venv --system-site-packages /user-software/venv/pytorch', 'PYTHONUSERBASE=']
+EOF
+    ;;
+    cirrus) cat <<'EOF'
+['python', '-m', 'pip', 'install', '--user', '--no-cache-dir', 'horovod==0.28.1', 'tensorboard==2.17.0', 'tensorboard-plugin-wit==1.8.1', 'tensorboard-pytorch==0.7.1', 'tensorboard_plugin_profile==2.15.1', 'torch==2.3.1', 'torch-tb-profiler==0.4.3', 'torchaudio==2.3.1', 'torchmetrics==1.0.3', 'torchtext==0.18.0', 'torchvision==0.18.1', 'PYTHONUSERBASE=@INSTALLDIR@/python/3.12.1']
+EOF
+    ;;
+    frontier) cat <<'EOF'
+['conda', 'create', '--yes', '--prefix', '@INSTALLDIR@/conda-env', 'python=3.10', 'PYTHONUSERBASE=']
+['@INSTALLDIR@/conda-env/bin/python', '-m', 'pip', 'install', '--no-cache-dir', 'mpi4py==3.1.6', 'torch==2.3.1', 'torchaudio==2.3.1', 'torchvision==0.18.1', 'PYTHONUSERBASE=']
+EOF
+    ;;
+    box) cat <<'EOF'
+['apptainer', 'exec', '--bind', '@INSTALLDIR@/user-software:/user-software', "@INSTALLDIR@/torch box's image.sif", 'bash', '-c', 'source /opt/conda/bin/activate torch && mkdir -p /user-software/venv && python -m venv --system-site-packages /user-software/venv/torch', 'PYTHONUSERBASE=']
+EOF
+    ;;
+    *) ;;  # aurora, local: the site provides Python and the packages
+  esac
+}
+
+check_site() {  # check_site SITES_DIR SITE
+  local site=$2 out=$SCRATCH/$2 report name
+  "$sitegen" --sites-dir "$1" --out-dir "$out" build "$site" --prefix "$out/modules-out/$site" >/dev/null 2>&1
+  mkdir -p "$out/records" "$out/eb-modules"
   if report=$(python3 "$root/tests/tools/check_easyconfig.py" "$root/tests/data/easybuild_parameters.txt" \
-      "$out/easyconfigs-out/$2" "$out/modules-out/$2"); then
+      "$out/easyconfigs-out/$site" "$out/modules-out/$site" --records "$out/records" --eb-modules "$out/eb-modules"); then
     pass
   else
-    fail "easyconfigs of $2:"
+    fail "easyconfigs of $site:"
     echo "$report" | grep -v ' passed, ' | head -n 20
   fi
+  check_eq "$site: tool calls of postinstallcmds" "$(expected_calls "$site")" "$(cat "$out"/records/*.record)"
+
+  # Container modules refuse to load without the image: place one where EasyBuild copies it.
+  for d in "$out/modules-out/$site"/software/*/*/; do
+    case $site in
+      lumi) touch "$d/$lumi_sif" ;;
+      box) touch "$d/torch box's image.sif" ;;
+    esac
+  done
+  for mod in "$out/modules-out/$site"/modulefiles/*/*.lua; do
+    name=$(basename "$(dirname "$mod")")/$(basename "$mod" .lua)
+    local ours theirs
+    if ! ours=$(lmod_vars_set_by "$out/modules-out/$site/modulefiles:$stubs" "$name" 2>&1); then
+      fail "$site: sitegen's $name does not load: $ours"; continue
+    fi
+    if ! theirs=$(lmod_vars_set_by "$out/eb-modules:$stubs" "$name" 2>&1); then
+      fail "$site: EasyBuild's $name does not load: $theirs"; continue
+    fi
+    # Lmod's own records name the module file: compare what the user sees.
+    check_eq "$site: EasyBuild's module $name sets what sitegen's sets" \
+      "$(grep -Ev '^(__LMOD|_ModuleTable|LMOD_)' <<<"$ours")" "$(grep -Ev '^(__LMOD|_ModuleTable|LMOD_)' <<<"$theirs")"
+  done
 }
-for site in lumi frontier cirrus aurora local; do check "$root/sites" "$site"; done
-check "$root/tests/golden/apptainer-container/sites" box
+
+for site in lumi frontier cirrus aurora local; do check_site "$root/sites" "$site"; done
+check_site "$root/tests/golden/apptainer-container/sites" box
+
+# The LUMI easyconfig has every parameter LUMI's own recipe uses (easybuild/easyconfigs/p/
+# PyTorch/PyTorch-2.3.1-rocm-6.0.3-python-3.12-singularity-20240923.eb in
+# Lumi-supercomputer/LUMI-EasyBuild-containers), with LUMI's values where they are values.
+lumi_eb=$SCRATCH/lumi/easyconfigs-out/lumi/p/PyTorch/PyTorch-2.3.1-rocm-6.0.3-python-3.12-singularity-20240923.eb
+lumi_values=$(python3 - "$lumi_eb" <<'EOF'
+import sys
+env = {"SYSTEM": {"name": "system", "version": "system"}, "EXTERNAL_MODULE": "EXTERNAL_MODULE"}
+exec(open(sys.argv[1]).read(), env)
+for key in ("easyblock", "name", "version", "versionsuffix", "local_sif", "homepage", "toolchain", "sources",
+            "skipsteps", "files_to_copy", "docurls", "moduleclass"):
+    print(key, "=", repr(env.get(key)))
+print("whatis keywords =", [w for w in env.get("whatis", []) if w.startswith("Keywords:")])
+print("sanity dirs =", env["sanity_check_paths"]["dirs"])
+print("has =", sorted(k for k in ("description", "postinstallcmds", "sanity_check_paths", "modextravars", "modluafooter") if env.get(k)))
+EOF
+)
+check_eq "LUMI recipe parameters" "easyblock = 'MakeCp'
+name = 'PyTorch'
+version = '2.3.1'
+versionsuffix = '-rocm-6.0.3-python-3.12-singularity-20240923'
+local_sif = '$lumi_sif'
+homepage = 'https://pytorch.org/'
+toolchain = {'name': 'system', 'version': 'system'}
+sources = [{'filename': '$lumi_sif', 'extract_cmd': '/bin/cp -L %s .'}]
+skipsteps = ['build']
+files_to_copy = [(['$lumi_sif'], '.')]
+docurls = ['DeepSpeed web site: https://www.deepspeed.ai/', 'Latest LUMI AI training: https://lumi-supercomputer.github.io/AI-latest']
+moduleclass = 'devel'
+whatis keywords = ['Keywords: PyTorch, DeepSpeed, flash-attention, xformers']
+sanity dirs = ['runscripts']
+has = ['description', 'modextravars', 'modluafooter', 'postinstallcmds', 'sanity_check_paths']" "$lumi_values"
 finish

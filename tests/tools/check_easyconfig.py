@@ -1,96 +1,253 @@
 #!/usr/bin/env python3
-"""Checks sitegen's easyconfigs the way EasyBuild reads them (EasyBuild itself cannot be
-installed here): Python syntax, only known parameters or local_ names, required ones
-present, file name = name-version[versionsuffix].eb, only known %(templates)s, and the
-scripts that postinstallcmds write equal sitegen's own outputs byte for byte.
+"""Checks sitegen's easyconfigs the way EasyBuild reads and runs them (EasyBuild itself
+cannot be installed here).
 
-usage: check_easyconfig.py PARAMS_FILE EASYCONFIGS_DIR MODULES_OUT_SITE_DIR
+usage: check_easyconfig.py PARAMS_FILE EASYCONFIGS_DIR MODULES_OUT_SITE_DIR [--records DIR] [--eb-modules DIR]
+
+Per .eb file: Python syntax; every top-level name a known easyconfig parameter or local_*;
+the required ones present; only names EasyBuild defines (SYSTEM, EXTERNAL_MODULE) or the
+file assigns are read; dependencies are (module, EXTERNAL_MODULE) or (name, version...);
+the file name is name-version[versionsuffix].eb under <letter>/<name>/; only known
+%(templates)s. Then postinstallcmds run as EasyBuild runs them (templates resolved as
+easyconfig.resolve_template does, each command in a shell, under bash and again under
+/bin/sh) in a scratch install dir with recording fakes for the tools that need the real
+site (singularity, apptainer, python, conda): the files they write must equal sitegen's own
+runscripts/bin files byte for byte with the same executable bits, sanity_check_paths must
+exist and sanity_check_commands must pass.
+
+--records DIR: writes DIR/<name>-<version><suffix>.record, each fake tool call as a Python
+list [tool, args..., PYTHONUSERBASE=...] with the install dir written @INSTALLDIR@.
+--eb-modules DIR: writes DIR/<name>/<version><suffix>.lua, the module EasyBuild generates
+from the easyconfig (its Lua generator's statements for dependencies, modextravars,
+modextrapaths and modluafooter; quote_str-style quoting), for installdir = sitegen's stack
+dir under MODULES_OUT_SITE_DIR, so a suite can load it next to sitegen's modulefile.
+
 Prints one line per problem and "N passed, N failed"; exits 1 on any failure.
 """
+import argparse
 import ast
 import os
 import re
+import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 
 REQUIRED = {"name", "version", "homepage", "description", "toolchain", "easyblock"}
-TEMPLATES = {"installdir", "name", "version", "versionsuffix", "versionprefix", "nameletter",
+# Names EasyBuild defines for easyconfigs (easybuild-framework easyconfig/constants.py).
+CONSTANTS = {"SYSTEM": {"name": "system", "version": "system"}, "EXTERNAL_MODULE": "EXTERNAL_MODULE"}
+# Templates EasyBuild resolves (easyconfig/templates.py); sitegen uses installdir.
+TEMPLATES = {"installdir", "name", "version", "versionsuffix", "versionprefix", "nameletter", "namelower",
              "builddir", "start_dir", "toolchain_name", "toolchain_version", "module_name"}
+INSTALLDIR_MARK = "@INSTALLDIR@"
 
 
 def resolve_template(value, tmpl):
-    """EasyBuild's templating of one string (easybuild-framework resolve_template): every %
-    not starting a %(name)s template is doubled, then the string is %-formatted."""
+    """EasyBuild's templating of one string value: every % not starting a %(name)s template
+    (after any run of %) is doubled, then the string is %-formatted."""
     value = re.sub(r"(%)(?!%*\(\w+\)s)", r"\1\1", value)
     return value % tmpl
 
 
-def check_file(path, params, modules_site, report):
+def lua_quote_like_easybuild(value):
+    """How EasyBuild's Lua generator quotes a setenv value (tools/utilities.quote_str,
+    escape_backslash off). Written from its documented behaviour, not its code."""
+    if "'" in value and '"' in value:
+        return '"""%s"""' % value
+    if '"' in value:
+        return "'%s'" % value
+    return '"%s"' % value
+
+
+def lua_string(s):
+    out = ['"']
+    for ch in s.encode():
+        c = chr(ch)
+        if c in '\\"':
+            out.append("\\" + c)
+        elif 0x20 <= ch < 0x7F:
+            out.append(c)
+        else:
+            out.append("\\%03d" % ch)
+    out.append('"')
+    return "".join(out)
+
+
+def names_read(tree):
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def write_fakes(fake_dir):
+    # Each call is appended as NUL-separated argv ending with PYTHONUSERBASE=..., then a
+    # newline; `conda create --prefix P` leaves a recording python in P/bin, as a real
+    # env would.
+    recorder = ('#!/bin/sh\n{ printf "%s\\0" "$0" "$@" "PYTHONUSERBASE=${PYTHONUSERBASE-}"; '
+                'printf "\\n"; } >> "$SITEGEN_RECORD"\n')
+    conda = recorder + ('while [ $# -gt 0 ]; do if [ "$1" = --prefix ]; then '
+                        'mkdir -p "$2/bin" && cp "$0.python" "$2/bin/python"; fi; shift; done\n')
+    for tool, body in (("singularity", recorder), ("apptainer", recorder), ("python", recorder),
+                       ("conda", conda), ("conda.python", recorder)):
+        path = os.path.join(fake_dir, tool)
+        with open(path, "w") as f:
+            f.write(body)
+        os.chmod(path, 0o755)
+
+
+def read_record(path, inst, fake_dir):
+    """The recorded calls, one repr(list) each: a fake on PATH by its name, the install
+    dir as @INSTALLDIR@."""
+    if not os.path.exists(path):
+        return []
+    calls = []
+    for entry in open(path, "rb").read().split(b"\0\n"):
+        if entry:
+            args = [a.decode() for a in entry.split(b"\0")]
+            if os.path.dirname(args[0]) == fake_dir:
+                args[0] = os.path.basename(args[0])
+            calls.append(repr([a.replace(inst, INSTALLDIR_MARK) for a in args]))
+    return calls
+
+
+def tree_files(top, skip_prefix=None):
+    out = []
+    for d, _, fs in os.walk(top):
+        for f in fs:
+            rel = os.path.relpath(os.path.join(d, f), top)
+            if skip_prefix is None or not rel.startswith(skip_prefix):
+                out.append(rel)
+    return sorted(out)
+
+
+def run_postinstall(cmds, shell, tmp, tmpl_for):
+    """Runs postinstallcmds as EasyBuild does (each resolved, in a shell) in a fresh install
+    dir; returns (install dir, record file, list of failures)."""
+    inst = os.path.join(tmp, shell.replace("/", "_") + " install dir")
+    fake = os.path.join(tmp, "fakebin")
+    record = os.path.join(tmp, shell.replace("/", "_") + ".record")
+    os.makedirs(inst)
+    failures = []
+    for cmd in cmds:
+        r = subprocess.run([shell, "-c", resolve_template(cmd, tmpl_for(inst))], cwd=tmp,
+                           env={"PATH": fake + ":/usr/bin:/bin", "SITEGEN_RECORD": record},
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            failures.append(f"{shell}: postinstallcmd failed: {cmd[:80]!r}: {r.stderr.strip()}")
+    return inst, record, failures
+
+
+def compare_with_sitegen(path, inst, stack_dir, report):
+    written = tree_files(inst, skip_prefix="conda-env")
+    written = [w for w in written if not w.startswith("user-software")]
+    expected = tree_files(stack_dir)
+    expected = [e for e in expected if not e.endswith(".sif")]  # a test may place the image
+    report(written == expected, f"{path}: postinstallcmds wrote {written}, sitegen emits {expected}")
+    for rel in expected:
+        a, b = os.path.join(inst, rel), os.path.join(stack_dir, rel)
+        if not os.path.exists(a):
+            continue
+        report(open(a, "rb").read() == open(b, "rb").read(), f"{path}: {rel} differs from sitegen's own file")
+        report(bool(os.stat(a).st_mode & stat.S_IXUSR) == bool(os.stat(b).st_mode & stat.S_IXUSR),
+               f"{path}: {rel} executable bit differs")
+
+
+def check_sanity(path, env, inst, tmpl, report):
+    paths = env.get("sanity_check_paths", {})
+    for rel in paths.get("files", []):
+        report(os.path.isfile(os.path.join(inst, resolve_template(rel, tmpl))),
+               f"{path}: sanity_check_paths file {rel} missing after install")
+    for rel in paths.get("dirs", []):
+        report(os.path.isdir(os.path.join(inst, resolve_template(rel, tmpl))),
+               f"{path}: sanity_check_paths dir {rel} missing after install")
+    for cmd in env.get("sanity_check_commands", []):
+        r = subprocess.run(["bash", "-c", resolve_template(cmd, tmpl)], capture_output=True, text=True)
+        report(r.returncode == 0, f"{path}: sanity_check_command failed: {cmd!r}: {r.stderr.strip()}")
+
+
+def easybuild_module(env, installdir, report, path):
+    """The statements EasyBuild's Lua module generator writes for this easyconfig that
+    change the environment (not help/whatis/EBROOT*/EBVERSION*)."""
+    tmpl = {"installdir": installdir, "name": env["name"], "version": env["version"],
+            "versionsuffix": env.get("versionsuffix", "")}
+    lines = [f'local root = {lua_string(installdir)}', f'conflict({lua_string(env["name"])})']
+    for dep in env.get("dependencies", []):
+        if dep[1] == "EXTERNAL_MODULE":
+            lines.append(f"depends_on({lua_string(dep[0])})")
+    for key, value in env.get("modextravars", {}).items():
+        value = resolve_template(value, tmpl)
+        report("$" not in value, f"{path}: modextravars {key} has a $ (EasyBuild would turn it into os.getenv)")
+        lines.append(f'setenv("{key}", {lua_quote_like_easybuild(value)})')
+    for key, values in env.get("modextrapaths", {}).items():
+        for v in values if isinstance(values, list) else [values]:
+            lines.append(f'prepend_path("{key}", pathJoin(root, {lua_string(resolve_template(v, tmpl))}))')
+    return "\n".join(lines) + "\n" + resolve_template(env.get("modluafooter", ""), tmpl)
+
+
+def check_file(path, params, args, report):
     text = open(path, encoding="utf-8").read()
     tree = ast.parse(text, path)
-    names = [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets]
-    for n in names:
+    assigned = [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets
+                if isinstance(t, ast.Name)]
+    report(all(isinstance(node, (ast.Assign, ast.Expr)) for node in tree.body),
+           f"{path}: only assignments expected at top level")
+    for n in assigned:
         report(n in params or n.startswith("local_"), f"{path}: unknown easyconfig parameter '{n}'")
-    report(REQUIRED <= set(names), f"{path}: missing required parameters {sorted(REQUIRED - set(names))}")
-    env = {"SYSTEM": {"name": "system", "version": "system"}}
+    report(REQUIRED <= set(assigned), f"{path}: missing required parameters {sorted(REQUIRED - set(assigned))}")
+    unknown_reads = names_read(tree) - set(assigned) - set(CONSTANTS)
+    report(not unknown_reads, f"{path}: reads names EasyBuild does not define: {sorted(unknown_reads)}")
+    env = dict(CONSTANTS)
     exec(compile(tree, path, "exec"), env)
-    expected_file = f"{env['name']}-{env['version']}{env.get('versionsuffix', '')}.eb"
+    for dep in env.get("dependencies", []):
+        report(isinstance(dep, tuple) and len(dep) >= 2 and all(isinstance(x, str) for x in dep),
+               f"{path}: malformed dependency {dep!r}")
+    suffix = env.get("versionsuffix", "")
+    expected_file = f"{env['name']}-{env['version']}{suffix}.eb"
     report(os.path.basename(path) == expected_file, f"{path}: file name should be {expected_file}")
-    report(os.path.basename(os.path.dirname(path)) == env["name"]
-           and os.path.basename(os.path.dirname(os.path.dirname(path))) == env["name"][0].lower(),
+    parent = os.path.dirname(path)
+    report(os.path.basename(parent) == env["name"]
+           and os.path.basename(os.path.dirname(parent)) == env["name"][0].lower(),
            f"{path}: not in <letter>/<name>/")
-    for t in re.findall(r"(?<!%)%\((\w+)\)s", text):
+    for t in re.findall(r"(?<!%)(?:%%)*%\((\w+)\)s", text):
         report(t in TEMPLATES, f"{path}: unknown template %({t})s")
 
-    # Run postinstallcmds as EasyBuild would (bash, templates resolved) in a scratch
-    # install dir, with recorders for the tools that need the real site (container,
-    # modules, pip, conda); then compare what they wrote with sitegen's own files.
+    def tmpl_for(inst):
+        return {"installdir": inst, "name": env["name"], "version": env["version"], "versionsuffix": suffix,
+                "nameletter": env["name"][0]}
+
+    stack_dir = os.path.join(args.modules_site, "software", env["name"], env["version"] + suffix)
+    cmds = env.get("postinstallcmds", [])
     with tempfile.TemporaryDirectory() as tmp:
-        inst = os.path.join(tmp, "install dir")
-        fake = os.path.join(tmp, "fakebin")
-        os.makedirs(inst)
-        os.makedirs(fake)
-        recorder = '#!/bin/sh\nprintf "%s\\n" "$0 $*" >> "$SITEGEN_RECORD"\n'
-        # `conda create --prefix P` leaves a recording python in P/bin, as a real env would.
-        fake_conda = recorder + ('while [ $# -gt 0 ]; do if [ "$1" = --prefix ]; then '
-                                 'mkdir -p "$2/bin" && cp "$0.python" "$2/bin/python"; fi; shift; done\n')
-        for tool, body in (("singularity", recorder), ("apptainer", recorder), ("module", recorder),
-                           ("conda", fake_conda), ("conda.python", recorder), ("python", recorder)):
-            p = os.path.join(fake, tool)
-            with open(p, "w") as f:
-                f.write(body)
-            os.chmod(p, 0o755)
-        tmpl = {"installdir": inst, "name": env["name"], "version": env["version"],
-                "versionsuffix": env.get("versionsuffix", ""), "nameletter": env["name"][0]}
-        record = os.path.join(tmp, "record")
-        for cmd in env.get("postinstallcmds", []):
-            r = subprocess.run(["bash", "-c", resolve_template(cmd, tmpl)], cwd=tmp,
-                               env={"PATH": fake + ":/usr/bin:/bin", "SITEGEN_RECORD": record},
-                               capture_output=True, text=True)
-            report(r.returncode == 0, f"{path}: postinstallcmd failed: {cmd[:80]!r}: {r.stderr.strip()}")
-        stack_dir = os.path.join(modules_site, "software", env["name"], env["version"] + env.get("versionsuffix", ""))
-        written = sorted(os.path.relpath(os.path.join(d, f), inst) for d, _, fs in os.walk(inst) for f in fs
-                         if not os.path.relpath(d, inst).startswith("conda-env"))
-        expected = sorted(os.path.relpath(os.path.join(d, f), stack_dir) for d, _, fs in os.walk(stack_dir) for f in fs)
-        report(written == expected, f"{path}: postinstallcmds wrote {written}, sitegen emits {expected}")
-        for rel in expected:
-            a, b = os.path.join(inst, rel), os.path.join(stack_dir, rel)
-            if not os.path.exists(a):
-                continue
-            same = open(a, "rb").read() == open(b, "rb").read()
-            report(same, f"{path}: {rel} differs from sitegen's own file")
-            exec_a = bool(os.stat(a).st_mode & stat.S_IXUSR)
-            exec_b = bool(os.stat(b).st_mode & stat.S_IXUSR)
-            report(exec_a == exec_b, f"{path}: {rel} executable bit differs")
-        # modluafooter resolves to Lua that the module body expects (root = installdir).
-        footer = resolve_template(env.get("modluafooter", ""), tmpl)
-        report(footer.startswith(f'local root = "{inst}"\n'), f"{path}: modluafooter does not define root first")
+        os.makedirs(os.path.join(tmp, "fakebin"))
+        write_fakes(os.path.join(tmp, "fakebin"))
+        runs = {}
+        for shell in ("bash", "/bin/sh"):
+            inst, record, failures = run_postinstall(cmds, shell, tmp, tmpl_for)
+            for f in failures:
+                report(False, f"{path}: {f}")
+            report(not failures, f"{path}: postinstallcmds under {shell}")
+            runs[shell] = (inst, read_record(record, inst, os.path.join(tmp, "fakebin")))
+            compare_with_sitegen(path, inst, stack_dir, report)
+        inst, calls = runs["bash"]
+        report(calls == runs["/bin/sh"][1], f"{path}: bash and /bin/sh ran different tool calls")
+        check_sanity(path, env, inst, tmpl_for(inst), report)
+        if args.records:
+            with open(os.path.join(args.records, expected_file[:-3] + ".record"), "w") as f:
+                f.write("".join(c + "\n" for c in calls))
+    if args.eb_modules:
+        out = os.path.join(args.eb_modules, env["name"], env["version"] + suffix + ".lua")
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(out, "w") as f:
+            f.write(easybuild_module(env, stack_dir, report, path))
 
 
 def main():
-    params = {l.strip() for l in open(sys.argv[1]) if l.strip() and not l.startswith("#")}
+    p = argparse.ArgumentParser()
+    p.add_argument("params")
+    p.add_argument("easyconfigs")
+    p.add_argument("modules_site")
+    p.add_argument("--records")
+    p.add_argument("--eb-modules")
+    args = p.parse_args()
+    params = {line.strip() for line in open(args.params) if line.strip() and not line.startswith("#")}
     counts = {"passed": 0, "failed": 0}
 
     def report(ok, message):
@@ -98,12 +255,14 @@ def main():
         if not ok:
             print("FAIL", message)
 
-    files = [os.path.join(d, f) for d, _, fs in os.walk(sys.argv[2]) for f in fs if f.endswith(".eb")]
-    report(bool(files), f"no easyconfigs under {sys.argv[2]}")
+    for tool in ("bash", "/bin/sh", "truncate"):
+        report(shutil.which(tool) is not None, f"{tool} is missing")
+    files = [os.path.join(d, f) for d, _, fs in os.walk(args.easyconfigs) for f in fs if f.endswith(".eb")]
+    report(bool(files), f"no easyconfigs under {args.easyconfigs}")
     for path in sorted(files):
-        check_file(path, params, sys.argv[3], report)
+        check_file(path, params, args, report)
     print(f"{counts['passed']} passed, {counts['failed']} failed")
-    sys.exit(1 if counts["failed"] else 0)
+    raise SystemExit(1 if counts["failed"] else 0)
 
 
 main()

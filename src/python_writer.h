@@ -1,0 +1,50 @@
+// Python-source writer for EasyBuild easyconfigs: aligned assignments, one item per line.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sitegen {
+
+// The text to put in an easyconfig string so that, after EasyBuild's templating
+// (easybuild-framework easyconfig.resolve_template: every '%' not starting a %(name)s
+// template is doubled, then `value % templates`), the value is exactly `s`. Only runs of
+// '%' followed by "(name)s" are doubled; "100%" and "%s" stay as they are.
+std::string easybuild_escape(const std::string& s);
+
+// A Python string literal whose value after EasyBuild's templating is exactly `s`.
+std::string easybuild_string(const std::string& s);
+
+// A Python string literal that keeps the EasyBuild templates in `templated` and makes
+// `literal` (appended to it) come out exactly as written.
+std::string easybuild_template(const std::string& templated, const std::string& literal = "");
+
+// A Python expression for a long multi-line value, one line per source line:
+// '\n'.join([ 'line', ... ]) -- lossless (the last item is '' when `s` ends with '\n').
+// `s` is escaped with easybuild_escape.
+std::string easybuild_lines(const std::string& s, int indent = 0);
+
+// A Python list expression, one item per line, indented for nesting at depth `indent`
+// (in spaces); "[]" when empty.
+std::string python_list(const std::vector<std::string>& python_exprs, int indent = 0);
+
+class PythonWriter {
+public:
+    void comment(const std::string& text);
+    void blank();
+    // name = expr
+    void assign(const std::string& name, const std::string& python_expr);
+    // A block of assignments with their '=' aligned.
+    void assign_aligned(const std::vector<std::pair<std::string, std::string>>& name_exprs);
+    // name = [ one expr per line ]
+    void assign_list(const std::string& name, const std::vector<std::string>& python_exprs);
+    // name = { key: value, one per line, values aligned }; keys are Python expressions.
+    void assign_dict(const std::string& name, const std::vector<std::pair<std::string, std::string>>& items);
+    const std::string& text() const { return out_; }
+
+private:
+    std::string out_;
+};
+
+}  // namespace sitegen
