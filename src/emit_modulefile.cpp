@@ -6,6 +6,7 @@
 #include <cctype>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include "emit_runscripts.h"
 #include "emit_venv_extension.h"
@@ -19,7 +20,12 @@ namespace {
 // Collects the module's statements; everything that names a value quotes it.
 class LuaModuleWriter {
 public:
-    void comment(const std::string& text) { out_ += "-- " + text + "\n"; }
+    // A comment is one line whatever the text holds: control bytes become '?'.
+    void comment(const std::string& text) {
+        std::string line = "-- ";
+        for (unsigned char c : text) line += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
+        out_ += line + "\n";
+    }
     void blank() { out_ += "\n"; }
     void raw(const std::string& line) { out_ += line + "\n"; }
     void call(const std::string& fn, const std::vector<std::string>& lua_args) {
@@ -95,15 +101,24 @@ std::string help_text(const Site& site, const Stack& stack, const EmitOptions& o
     }
     h += "\nVariables this module sets:\n";
     for (const auto& v : variables) h += "  " + v + "\n";
-    if (site.container.enabled)
-        h += "\nRun `singularity exec $SIF <command>` (or start-shell). Inside the container the\n"
-             "conda environment and the venv in /user-software are already active; to add\n"
+    if (site.container.enabled) {
+        const std::string runtime = site.container.runtime == ContainerRuntime::apptainer ? "apptainer" : "singularity";
+        h += "\nRun `" + runtime + " exec $SIF <command>` (or start-shell). Inside the container the\n"
+             "conda environment and the venv in /user-software are already active. To add\n"
              "packages, `pip install` inside the container: they land in\n"
-             "$CONTAINERROOT/user-software, which is mounted at /user-software.\n";
+             "$CONTAINERROOT/user-software, mounted at /user-software when that directory\n"
+             "(or a packed user-software.squashfs) exists when the module is loaded.\n";
+    }
+    if (stack.python.layout == PythonLayout::userbase_venv)
+        h += "\nPYTHONUSERBASE points into the shared installation: do not `pip install --user`\n"
+             "with this module loaded; install into your own venv instead.\n";
     if (stack.venv_extension)
         h += "\nYour own venv: python3 -m venv --system-site-packages DIR, then\n"
              "extend-venv-activate DIR so that activating it loads this module and\n"
              "deactivating it unloads it.\n";
+    // module_use paths are only documented, never prepended to MODULEPATH here: users need
+    // them to find this module in the first place, and unloading a module that had
+    // prepended them would drop a path the user added themselves.
     if (!site.site.module_use.empty()) {
         h += "\nBefore loading:";
         for (const auto& p : site.site.module_use) h += " module use " + p + ";";
@@ -132,17 +147,23 @@ void container_section(LuaModuleWriter& w, const Site& site, const Stack& stack,
     vars.push_back("CONTAINERROOT");
     w.setenv("RUNSCRIPTS" + ident, under_root({"runscripts"}));
     vars.push_back("RUNSCRIPTS" + ident);
-    // Binds: the site's, then the stack's runscripts and user-software directories.
-    std::string binds;
+    // Binds: the site's, then runscripts, then /user-software as LUMI's create_container_vars
+    // does it: the packed squashfs if there is one, else the directory, else nothing (a bind
+    // whose source is missing stops the container from starting).
+    std::string site_binds;
     for (const auto& b : site.container.binds) {
         std::string entry = b.host;
         if (b.container != b.host || !b.options.empty()) entry += ":" + b.container;
         if (!b.options.empty()) entry += ":" + b.options;
-        binds += (binds.empty() ? "" : ",") + entry;
+        site_binds += entry + ",";
     }
-    std::string bind_expr = lua_string(binds.empty() ? "" : binds + ",") + " .. " + under_root({"runscripts"}) +
-                            " .. \":/runscripts,\" .. " + under_root({"user-software"}) + " .. \":/user-software\"";
-    w.setenv(rt + "_BIND", bind_expr);
+    w.raw("local binds = " + lua_string(site_binds) + " .. " + under_root({"runscripts"}) + " .. \":/runscripts\"");
+    w.raw("if isFile(" + under_root({"user-software.squashfs"}) + ") then");
+    w.raw("  binds = binds .. \",\" .. " + under_root({"user-software.squashfs"}) + " .. \":/user-software:image-src=/\"");
+    w.raw("elseif isDir(" + under_root({"user-software"}) + ") then");
+    w.raw("  binds = binds .. \",\" .. " + under_root({"user-software"}) + " .. \":/user-software\"");
+    w.raw("end");
+    w.setenv(rt + "_BIND", "binds");
     vars.push_back(rt + "_BIND");
     if (py.layout == PythonLayout::container_venv) {
         const std::string env_prefix = py.conda_root + "/envs/" + py.conda_env;
@@ -153,7 +174,8 @@ void container_section(LuaModuleWriter& w, const Site& site, const Stack& stack,
             {rt + "ENV_PREPEND_PATH", "/runscripts:" + py.venv + "/bin:" + env_prefix + "/bin:" + py.conda_root + "/condabin"},
             {rt + "ENV_VIRTUAL_ENV", py.venv},
             {rt + "ENV_WITH_CONDA_VENV", "source /runscripts/init-conda-venv"},
-            {rt + "ENV_WITH_VENV", "source " + py.venv + "/bin/activate"},
+            // A command users run as `eval "$WITH_VENV"`: the path is one bash word.
+            {rt + "ENV_WITH_VENV", "source " + bash_word(py.venv + "/bin/activate")},
         };
         for (const auto& [k, v] : inside) { w.setenv(k, lua_string(v)); vars.push_back(k); }
     }
@@ -163,7 +185,8 @@ void python_section(LuaModuleWriter& w, const Stack& stack, std::vector<std::str
     const Python& py = stack.python;
     switch (py.layout) {
         case PythonLayout::userbase_venv: {
-            const std::string base = "python/" + py.version;
+            // The seed's PIP_CACHE_DIR belongs to the install procedure, not to the module:
+            // users keep pip's own per-user cache rather than writing into the shared tree.
             w.raw("local userbase = " + under_root({"python", py.version}));
             w.setenv("PYTHONUSERBASE", "userbase");
             w.prepend_path("PATH", "pathJoin(userbase, \"bin\")");
@@ -197,7 +220,27 @@ std::string dependency_lines(const Site& site, const Stack& stack) {
     return w.text();
 }
 
-// Everything that changes the environment; expects a Lua local `root`.
+// Variables the site's env may not set: the ones the module computes itself, and path lists
+// and Lmod's own state, which a plain setenv would replace on load and unset on unload.
+const char* const kNeverSetenv[] = {"PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "MANPATH", "MODULEPATH",
+                                    "LOADEDMODULES", "_LMFILES_", "PYTHONUSERBASE", "VIRTUAL_ENV"};
+
+void refuse_module_owned(const EnvList& env, const std::vector<std::string>& owned) {
+    for (const auto& [name, value] : env) {
+        if (!is_valid_var_name(name)) throw std::invalid_argument("not a valid environment variable name: " + name);
+        const bool reserved = std::find(std::begin(kNeverSetenv), std::end(kNeverSetenv), name) != std::end(kNeverSetenv) ||
+                              name.rfind("LMOD_", 0) == 0 || name.rfind("__LMOD", 0) == 0;
+        if (reserved || std::find(owned.begin(), owned.end(), name) != owned.end())
+            throw std::invalid_argument(name + " is managed by the module (or by Lmod); it cannot come from collectives.env or a stack's env");
+    }
+}
+
+// Everything that changes the environment; expects a Lua local `root`. Order (stable, and
+// the order of "Variables this module sets" in the help): the container's variables (SIF,
+// SIF<NAME>, CONTAINERROOT, RUNSCRIPTS<NAME>, the bind list, the in-container variables
+// sorted by name), the Python layout's, RUNSCRIPTS, PATH, then the site's env sorted by name.
+// EBROOT<NAME>/EBVERSION<NAME> are deliberately absent: they mean "installed by EasyBuild",
+// which EasyBuild's own module of the easyconfig says for itself; CONTAINERROOT is the root.
 std::string body_lines(const Site& site, const Stack& stack, std::vector<std::string>& vars) {
     LuaModuleWriter body;
     if (site.container.enabled) container_section(body, site, stack, vars);
@@ -207,6 +250,7 @@ std::string body_lines(const Site& site, const Stack& stack, std::vector<std::st
     body.prepend_path("PATH", under_root({"bin"}));
     if (std::find(vars.begin(), vars.end(), "PATH") == vars.end()) vars.push_back("PATH");
     const EnvList env = module_env(site, stack);
+    refuse_module_owned(env, vars);
     if (!env.empty()) body.comment("Collective, network and stack environment (one source: the site file).");
     for (const auto& [k, v] : env) { body.setenv(k, lua_string(v)); vars.push_back(k); }
     return body.text();

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Every generated modulefile of every site, loaded and unloaded by the real Lmod: loads,
 # sets exactly the expected variables (written here from the seeds), unloads back to a
-# byte-identical environment, is found by spider, and passes Lmod's syntax checks.
+# byte-identical environment, is found by spider, and passes Lmod's syntax checks. Then the
+# container logic of LUMI's create_container_vars (image fallback, missing image, the
+# /user-software bind variants) and an Apptainer site full of hostile values, whose bytes
+# Lmod must set exactly without running any of them.
 set -euo pipefail
 sitegen=$(realpath "${1:?usage: lmod_modulefiles.sh SITEGEN}")
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -9,7 +12,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/tests/tools/common.sh"
 # shellcheck source=tests/tools/lmod-lib.sh
 source "$root/tests/tools/lmod-lib.sh"
-need_tool lua5.4
+need_tool lua5.4 python3
 [[ -r $LMOD_INIT ]] || { fail "lmod is not installed"; finish; }
 
 out=$SCRATCH/out
@@ -24,6 +27,8 @@ for m in LUMI/24.03 PrgEnv-gnu/8.5.0 miniforge3/23.11.0-0 rocm/6.0.0 craype-acce
 done
 lumi_root=$out/modules-out/lumi/software/PyTorch/2.3.1-rocm-6.0.3-python-3.12-singularity-20240923
 lumi_sif=lumi-pytorch-rocm-6.0.3-python-3.12-pytorch-v2.3.1-dockerhash-2c1c14cafd28.sif
+# LUMI's binds from the recipe's local_singularity_bind (runscripts and user-software follow).
+lumi_binds=/var/spool/slurmd,/opt/cray,/usr/lib64/libcxi.so.1,/usr/lib64/libjansson.so.4,/pfs,/scratch,/projappl,/project,/flash,/appl
 
 # expected SITE MODULE: the exact NAME=VALUE lines `module load` adds or changes.
 expected() {
@@ -45,7 +50,7 @@ SINGULARITYENV_PREPEND_PATH=/runscripts:/user-software/venv/pytorch/bin:/opt/min
 SINGULARITYENV_VIRTUAL_ENV=/user-software/venv/pytorch
 SINGULARITYENV_WITH_CONDA_VENV=source /runscripts/init-conda-venv
 SINGULARITYENV_WITH_VENV=source /user-software/venv/pytorch/bin/activate
-SINGULARITY_BIND=/var/spool/slurmd,/opt/cray,/usr/lib64/libcxi.so.1,/usr/lib64/libjansson.so.4,/pfs,/scratch,/projappl,/project,/flash,/appl,$r/runscripts:/runscripts,$r/user-software:/user-software
+SINGULARITY_BIND=$lumi_binds,$r/runscripts:/runscripts,$r/user-software:/user-software
 EOV
     ;;
     frontier) r=$out/modules-out/frontier/software/pytorch/2.3.1-rocm-6.0.0; cat <<EOV
@@ -121,6 +126,15 @@ else
 fi
 mkdir -p "$lumi_root" && : >"$lumi_root/$lumi_sif"  # the installed image (EasyBuild copies it into the root)
 
+# /user-software as create_container_vars binds it: nothing while neither exists (a missing
+# bind source would stop singularity), the directory, and the packed squashfs first.
+lumi_bind() { lmod_vars_set_by "$mp_lumi" "${module_of[lumi]}" | sed -n 's/^SINGULARITY_BIND=//p'; }
+check_eq "lumi: bind list without user-software" "$lumi_binds,$lumi_root/runscripts:/runscripts" "$(lumi_bind)"
+mkdir -p "$lumi_root/user-software" && : >"$lumi_root/user-software.squashfs"
+check_eq "lumi: bind list with user-software.squashfs" \
+  "$lumi_binds,$lumi_root/runscripts:/runscripts,$lumi_root/user-software.squashfs:/user-software:image-src=/" "$(lumi_bind)"
+rm "$lumi_root/user-software.squashfs"  # as EasyBuild's postinstallcmds leave it: the directory
+
 for site in lumi frontier cirrus aurora local; do
   mp="$out/modules-out/$site/modulefiles:$stubs"
   mod=${module_of[$site]}
@@ -139,4 +153,140 @@ for site in lumi frontier cirrus aurora local; do
     fail "$site: check_module_tree_syntax reported: $tree"
   fi
 done
+
+# An Apptainer site whose values try to break out of Lua strings, shell words and the
+# module tree. Each payload would create $marker if anything ran it.
+marker=$SCRATCH/MARKER
+toml() { python3 -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$1"; }  # a TOML basic string
+images="$SCRATCH/images \"dq\" \$(touch $marker) ]] 'sq' \`touch $marker\`"
+image="pt \"]] \$(id) \`id\` ]=].sif"  # a file name: no '/' for the marker
+conda_root="/opt/co nda\$(touch $marker)"
+conda_env="env ]]\"x"
+venv="/user-software/venv/\$(touch $marker) 'v'"
+bind_host="/scr atch/\$(touch $marker)]]"
+bind_in="/in\"side"
+evil="\"]] ..\$(touch $marker) \`touch $marker\` \\ ]==]"
+description="\"]] ..
+\$(touch $marker)"
+mkdir -p "$SCRATCH/sites/evil" "$images"
+cat >"$SCRATCH/sites/evil/site.toml" <<TOML
+[site]
+name = "evil"
+description = "hostile values"
+scheduler = "slurm"
+launcher = "srun"
+install_prefix = "/opt/evil"
+base_modules = ["rocm/6.0.0"]
+
+[hardware]
+gpu_vendor = "amd"
+devices_per_node = 2
+cores_per_node = 16
+device_cores = ["8-15", "0-7"]
+nics = ["hsn0"]
+
+[binding]
+style = "mask"
+
+[collectives]
+library = "rccl"
+visibility_var = "HIP_VISIBLE_DEVICES"
+
+[collectives.env]
+NCCL_SOCKET_IFNAME = "hsn0"
+
+[container]
+runtime = "apptainer"
+image_dir = $(toml "$images")
+binds = [{ host = $(toml "$bind_host"), container = $(toml "$bind_in"), options = "ro" }]
+
+[python]
+layout = "container-venv"
+version = "3.12"
+conda_root = $(toml "$conda_root")
+conda_env = $(toml "$conda_env")
+venv = $(toml "$venv")
+
+[[stacks]]
+name = "Evil-Box"
+version = "1.0"
+image = $(toml "$image")
+default = true
+homepage = "https://example.org/?a=1&b=']]'"
+description = $(toml "$description")
+
+[stacks.env]
+EVIL = $(toml "$evil")
+TOML
+# The prefix itself is hostile too: the tree must work wherever it is installed.
+eout="$SCRATCH/o \"q\" \$(touch $marker) ]] 'x'"
+eprefix=$eout/modules-out/evil
+if ! msg=$("$sitegen" --sites-dir "$SCRATCH/sites" --out-dir "$eout" build evil --prefix "$eprefix" 2>&1); then
+  fail "evil: sitegen build failed: $msg"
+  finish
+fi
+emp="$eprefix/modulefiles:$stubs"
+emod=Evil-Box/1.0
+er=$eprefix/software/Evil-Box/1.0
+# By hand: conda's layout, and WITH_VENV's path as one bash word ('\'' for each quote).
+evil_expected() {
+  local env_prefix="$conda_root/envs/$conda_env"
+  cat <<EOV
+APPTAINERENV_CONDA_DEFAULT_ENV=$conda_env
+APPTAINERENV_CONDA_EXE=$conda_root/bin/conda
+APPTAINERENV_CONDA_PREFIX=$env_prefix
+APPTAINERENV_PREPEND_PATH=/runscripts:$venv/bin:$env_prefix/bin:$conda_root/condabin
+APPTAINERENV_VIRTUAL_ENV=$venv
+APPTAINERENV_WITH_CONDA_VENV=source /runscripts/init-conda-venv
+APPTAINERENV_WITH_VENV=source '/user-software/venv/\$(touch $marker) '\\''v'\\''/bin/activate'
+APPTAINER_BIND=$bind_host:$bind_in:ro,$er/runscripts:/runscripts
+CONTAINERROOT=$er
+EVIL=$evil
+NCCL_SOCKET_IFNAME=hsn0
+PATH=$er/bin:/usr/bin:/bin
+RUNSCRIPTS=$er/runscripts
+RUNSCRIPTSEVILBOX=$er/runscripts
+SIF=$1
+SIFEVILBOX=$1
+EOV
+}
+# The image only in image_dir: SIF falls back to it.
+: >"$images/$image"
+actual=$(lmod_vars_set_by "$emp" "$emod" | tr '\001' '\n') || fail "evil: module load $emod failed"
+check_eq "evil: variables (image from image_dir)" "$(evil_expected "$images/$image")" "$actual"
+# The installed copy wins over image_dir.
+: >"$er/$image"
+actual=$(lmod_vars_set_by "$emp" "$emod" | tr '\001' '\n') || fail "evil: module load $emod failed"
+check_eq "evil: variables (installed image)" "$(evil_expected "$er/$image")" "$actual"
+if report=$(lmod_load_unload_roundtrip "$emp" "$emod" 2>&1); then pass; else fail "evil: unload did not restore the environment"; echo "$report"; fi
+# Unload always works, even once the image has gone (create_container_vars: load mode only).
+# shellcheck disable=SC2016  # expanded by the clean shell
+if report=$(lmod_clean_shell "$emp" \
+  'lmod_env_dump >"$HOME/before"' \
+  "module load $emod || exit 1" \
+  'command -p rm -f "$SIF"' \
+  "module unload $emod || exit 1" \
+  'lmod_env_dump | command -p cmp -s - "$HOME/before"' 2>&1); then
+  pass
+else
+  fail "evil: unload after the image was removed failed or left changes: $report"
+fi
+rm -f "$images/$image"
+if msg=$(lmod_clean_shell "$emp" "module load $emod" 2>&1); then
+  fail "evil: module load succeeded with no image anywhere"
+else
+  check_contains "evil: missing-image error names the image" "not found in" "$msg"
+fi
+: >"$er/$image"
+# Help, whatis, spider and show carry the description's exact bytes; syntax checks pass.
+help=$(lmod_clean_shell "$emp" "module help $emod 2>&1")
+check_contains "evil: module help shows the description byte for byte" "$description" "$help"
+check_contains "evil: module help lists the container variables" "APPTAINERENV_WITH_VENV" "$help"
+spider=$(lmod_spider "$emp" "$emod")
+# spider prints the whatis Description reflowed: the line break becomes a space.
+check_contains "evil: spider shows the whatis" "Description:" "$spider"
+check_contains "evil: spider shows the whatis text" "\"]] .. \$(touch $marker)" "$spider"
+lmod_show "$emp" "$emod" >/dev/null || fail "evil: module show failed"
+if syntax=$(lmod_check_syntax "$emp" "$emod") && [[ -z $syntax ]]; then pass; else fail "evil: lmod --checkSyntax reported: $syntax"; fi
+if [[ -e $marker ]]; then fail "evil: a payload ran (found $marker)"; else pass; fi
 finish
