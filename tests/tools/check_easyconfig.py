@@ -189,8 +189,12 @@ def check_file(path, params, args, report):
                 if isinstance(t, ast.Name)]
     report(all(isinstance(node, (ast.Assign, ast.Expr)) for node in tree.body),
            f"{path}: only assignments expected at top level")
+    easyblock = next((node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                      and any(isinstance(t, ast.Name) and t.id == "easyblock" for t in node.targets)
+                      and isinstance(node.value, ast.Constant)), None)
     for n in assigned:
-        report(n in params or n.startswith("local_"), f"{path}: unknown easyconfig parameter '{n}'")
+        report(n.startswith("local_") or (n in params and params[n] in (None, easyblock)),
+               f"{path}: '{n}' is not an easyconfig parameter of easyblock {easyblock}")
     report(REQUIRED <= set(assigned), f"{path}: missing required parameters {sorted(REQUIRED - set(assigned))}")
     unknown_reads = names_read(tree) - set(assigned) - set(CONSTANTS)
     report(not unknown_reads, f"{path}: reads names EasyBuild does not define: {sorted(unknown_reads)}")
@@ -247,7 +251,12 @@ def main():
     p.add_argument("--records")
     p.add_argument("--eb-modules")
     args = p.parse_args()
-    params = {line.strip() for line in open(args.params) if line.strip() and not line.startswith("#")}
+    # name [easyblock]: a parameter of every easyconfig, or of that easyblock only.
+    params = {}
+    for line in open(args.params):
+        if line.strip() and not line.startswith("#"):
+            words = line.split()
+            params[words[0]] = words[1] if len(words) > 1 else None
     counts = {"passed": 0, "failed": 0}
 
     def report(ok, message):
