@@ -56,11 +56,61 @@ std::vector<std::string> base_modules(const Site& site, const Stack& stack) {
     return all;
 }
 
-std::string pip_requirements(const Stack& stack) {
-    std::string out;
-    for (const auto& [name, version] : stack.components)
-        out += " " + bash_word(version.empty() ? name : name + "==" + version);
+// One `pip install` of some components: environment, options and requirements.
+struct PipInstall {
+    std::string env;      // NAME=value words before the command
+    std::string options;  // after --no-cache-dir
+    std::vector<std::string> requirements;
+};
+
+// The version of a base module NAME/VERSION, "" when the stack has none.
+std::string base_module_version(const Site& site, const Stack& stack, const std::string& name) {
+    for (const auto& m : base_modules(site, stack))
+        if (m.rfind(name + "/", 0) == 0) return m.substr(name.size() + 1);
+    return "";
+}
+
+// The components in install order, grouped the way the seeds install them: PyTorch's own
+// wheels first (on AMD from PyTorch's ROCm index for the stack's rocm module, as OLCF's
+// `--index-url https://download.pytorch.org/whl/rocm6.0`; PyPI's default wheels are CUDA
+// builds), then the rest from PyPI, then mpi4py built from source against Cray MPICH
+// with the PE's compiler wrapper when the stack sits on a Cray PE (PrgEnv-*), as OLCF's
+// `MPICC="cc -shared" pip install --no-binary=mpi4py`.
+std::vector<PipInstall> pip_installs(const Site& site, const Stack& stack) {
+    const std::string rocm = base_module_version(site, stack, "rocm");
+    const bool torch_index = site.hardware.gpu_vendor == GpuVendor::amd && !rocm.empty();
+    bool cray_pe = false;
+    for (const auto& m : base_modules(site, stack)) cray_pe = cray_pe || m.rfind("PrgEnv-", 0) == 0;
+    PipInstall torch{"", torch_index ? " --index-url " + bash_word("https://download.pytorch.org/whl/rocm" +
+                                                                   python_major_minor(rocm)) : "", {}};
+    PipInstall plain, mpi4py{"MPICC=" + bash_word("cc -shared") + " ", " --no-binary=mpi4py", {}};
+    for (const auto& [name, version] : stack.components) {
+        const std::string req = bash_word(version.empty() ? name : name + "==" + version);
+        if (torch_index && (name == "torch" || name == "torchvision" || name == "torchaudio"))
+            torch.requirements.push_back(req);
+        else if (cray_pe && name == "mpi4py")
+            mpi4py.requirements.push_back(req);
+        else
+            plain.requirements.push_back(req);
+    }
+    std::vector<PipInstall> out;
+    for (auto* group : {&torch, &plain, &mpi4py})
+        if (!group->requirements.empty()) out.push_back(std::move(*group));
     return out;
+}
+
+// `pip install` commands run by the Python that `python_templated` + `python_literal`
+// names (EasyBuild templates allowed only in the first part).
+std::vector<std::string> pip_commands(const Site& site, const Stack& stack, const std::string& python_templated,
+                                      const std::string& python_literal, const std::string& user_option) {
+    std::vector<std::string> cmds;
+    for (const auto& pip : pip_installs(site, stack)) {
+        std::string reqs;
+        for (const auto& r : pip.requirements) reqs += " " + r;
+        cmds.push_back(easybuild_template(pip.env + python_templated, python_literal + " -m pip install" + user_option +
+                                                                          " --no-cache-dir" + pip.options + reqs));
+    }
+    return cmds;
 }
 
 std::string container_runtime(const Site& site) {
@@ -90,15 +140,18 @@ std::vector<std::string> layout_commands(const Site& site, const Stack& stack) {
         case PythonLayout::container_venv:
             return container_venv_commands(site, stack);
         case PythonLayout::userbase_venv:
-            return {easybuild_template(std::string("PYTHONUSERBASE=\"") + kInstallDir + "/python/",
-                                       bash_double_quoted(py.version) + "\" python -m pip install --user --no-cache-dir" +
-                                           pip_requirements(stack))};
-        case PythonLayout::conda_env:
+            // The site's python module (a dependency) installs under PYTHONUSERBASE.
+            return pip_commands(site, stack, std::string("PYTHONUSERBASE=\"") + kInstallDir + "/python/",
+                                bash_double_quoted(py.version) + "\" python", " --user");
+        case PythonLayout::conda_env: {
             if (!py.conda_env.empty()) return {};  // the site's own environment
-            return {easybuild_template(std::string("conda create --yes --prefix \"") + kInstallDir + "/conda-env\"",
-                                       " python=" + bash_word(python_major_minor(py.version))),
-                    easybuild_template(std::string("\"") + kInstallDir + "/conda-env/bin/python\" -m pip install --no-cache-dir",
-                                       pip_requirements(stack))};
+            std::vector<std::string> cmds = {
+                easybuild_template(std::string("conda create --yes --prefix \"") + kInstallDir + "/conda-env\"",
+                                   " python=" + bash_word(python_major_minor(py.version)))};
+            for (auto& c : pip_commands(site, stack, std::string("\"") + kInstallDir + "/conda-env/bin/python\"", "", ""))
+                cmds.push_back(std::move(c));
+            return cmds;
+        }
         case PythonLayout::frameworks_module:
         case PythonLayout::system:
             return {};  // the site provides Python and the packages

@@ -25,30 +25,33 @@ done
 
 lumi_sif=lumi-pytorch-rocm-6.0.3-python-3.12-pytorch-v2.3.1-dockerhash-2c1c14cafd28.sif
 # expected_calls SITE: the fake tool calls of the site's postinstallcmds, one Python list
-# each (argv, then PYTHONUSERBASE), install dir as @INSTALLDIR@. From the seeds:
+# each (argv, then PYTHONUSERBASE and MPICC), install dir as @INSTALLDIR@. From the seeds:
 #   lumi   LUMI's recipe: singularity exec --bind %(installdir)s/user-software:/user-software
 #          %(installdir)s/<sif> bash -c '$WITH_CONDA; cd /user-software/venv; python -m venv
 #          --system-site-packages pytorch' ($WITH_CONDA = source /opt/miniconda3/bin/activate pytorch)
 #   cirrus pip install --user under PYTHONUSERBASE=<dir>/python/3.12.1 (the python/3.12.1-gpu
 #          module's Python), the seed's packages and versions
-#   frontier conda create -p <env> python=3.10, then that env's pip (versions of the seed)
+#   frontier conda create -p <env> python=3.10, then that env's pip: torch, torchvision,
+#          torchaudio from --index-url https://download.pytorch.org/whl/rocm6.0, then
+#          MPICC="cc -shared" pip install --no-cache-dir --no-binary=mpi4py mpi4py
 expected_calls() {
   case $1 in
     lumi) cat <<EOF
-['singularity', 'exec', '--bind', '@INSTALLDIR@/user-software:/user-software', '@INSTALLDIR@/$lumi_sif', 'bash', '-c', 'source /opt/miniconda3/bin/activate pytorch && mkdir -p /user-software/venv && python -m venv --system-site-packages /user-software/venv/pytorch', 'PYTHONUSERBASE=']
+['singularity', 'exec', '--bind', '@INSTALLDIR@/user-software:/user-software', '@INSTALLDIR@/$lumi_sif', 'bash', '-c', 'source /opt/miniconda3/bin/activate pytorch && mkdir -p /user-software/venv && python -m venv --system-site-packages /user-software/venv/pytorch', 'PYTHONUSERBASE=', 'MPICC=']
 EOF
     ;;
     cirrus) cat <<'EOF'
-['python', '-m', 'pip', 'install', '--user', '--no-cache-dir', 'horovod==0.28.1', 'tensorboard==2.17.0', 'tensorboard-plugin-wit==1.8.1', 'tensorboard-pytorch==0.7.1', 'tensorboard_plugin_profile==2.15.1', 'torch==2.3.1', 'torch-tb-profiler==0.4.3', 'torchaudio==2.3.1', 'torchmetrics==1.0.3', 'torchtext==0.18.0', 'torchvision==0.18.1', 'PYTHONUSERBASE=@INSTALLDIR@/python/3.12.1']
+['python', '-m', 'pip', 'install', '--user', '--no-cache-dir', 'horovod==0.28.1', 'tensorboard==2.17.0', 'tensorboard-plugin-wit==1.8.1', 'tensorboard-pytorch==0.7.1', 'tensorboard_plugin_profile==2.15.1', 'torch==2.3.1', 'torch-tb-profiler==0.4.3', 'torchaudio==2.3.1', 'torchmetrics==1.0.3', 'torchtext==0.18.0', 'torchvision==0.18.1', 'PYTHONUSERBASE=@INSTALLDIR@/python/3.12.1', 'MPICC=']
 EOF
     ;;
     frontier) cat <<'EOF'
-['conda', 'create', '--yes', '--prefix', '@INSTALLDIR@/conda-env', 'python=3.10', 'PYTHONUSERBASE=']
-['@INSTALLDIR@/conda-env/bin/python', '-m', 'pip', 'install', '--no-cache-dir', 'mpi4py==3.1.6', 'torch==2.3.1', 'torchaudio==2.3.1', 'torchvision==0.18.1', 'PYTHONUSERBASE=']
+['conda', 'create', '--yes', '--prefix', '@INSTALLDIR@/conda-env', 'python=3.10', 'PYTHONUSERBASE=', 'MPICC=']
+['@INSTALLDIR@/conda-env/bin/python', '-m', 'pip', 'install', '--no-cache-dir', '--index-url', 'https://download.pytorch.org/whl/rocm6.0', 'torch==2.3.1', 'torchaudio==2.3.1', 'torchvision==0.18.1', 'PYTHONUSERBASE=', 'MPICC=']
+['@INSTALLDIR@/conda-env/bin/python', '-m', 'pip', 'install', '--no-cache-dir', '--no-binary=mpi4py', 'mpi4py==3.1.6', 'PYTHONUSERBASE=', 'MPICC=cc -shared']
 EOF
     ;;
     box) cat <<'EOF'
-['apptainer', 'exec', '--bind', '@INSTALLDIR@/user-software:/user-software', "@INSTALLDIR@/torch box's image.sif", 'bash', '-c', 'source /opt/conda/bin/activate torch && mkdir -p /user-software/venv && python -m venv --system-site-packages /user-software/venv/torch', 'PYTHONUSERBASE=']
+['apptainer', 'exec', '--bind', '@INSTALLDIR@/user-software:/user-software', "@INSTALLDIR@/torch box's image.sif", 'bash', '-c', 'source /opt/conda/bin/activate torch && mkdir -p /user-software/venv && python -m venv --system-site-packages /user-software/venv/torch', 'PYTHONUSERBASE=', 'MPICC=']
 EOF
     ;;
     *) ;;  # aurora, local: the site provides Python and the packages

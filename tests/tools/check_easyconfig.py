@@ -16,7 +16,7 @@ runscripts/bin files byte for byte with the same executable bits, sanity_check_p
 exist and sanity_check_commands must pass.
 
 --records DIR: writes DIR/<name>-<version><suffix>.record, each fake tool call as a Python
-list [tool, args..., PYTHONUSERBASE=...] with the install dir written @INSTALLDIR@.
+list [tool, args..., PYTHONUSERBASE=..., MPICC=...] with the install dir written @INSTALLDIR@.
 --eb-modules DIR: writes DIR/<name>/<version><suffix>.lua, the module EasyBuild generates
 from the easyconfig (its Lua generator's statements for dependencies, modextravars,
 modextrapaths and modluafooter; quote_str-style quoting), for installdir = sitegen's stack
@@ -78,10 +78,10 @@ def names_read(tree):
 
 
 def write_fakes(fake_dir):
-    # Each call is appended as NUL-separated argv ending with PYTHONUSERBASE=..., then a
+    # Each call is appended as NUL-separated argv, PYTHONUSERBASE=... and MPICC=..., then a
     # newline; `conda create --prefix P` leaves a recording python in P/bin, as a real
     # env would.
-    recorder = ('#!/bin/sh\n{ printf "%s\\0" "$0" "$@" "PYTHONUSERBASE=${PYTHONUSERBASE-}"; '
+    recorder = ('#!/bin/sh\n{ printf "%s\\0" "$0" "$@" "PYTHONUSERBASE=${PYTHONUSERBASE-}" "MPICC=${MPICC-}"; '
                 'printf "\\n"; } >> "$SITEGEN_RECORD"\n')
     conda = recorder + ('while [ $# -gt 0 ]; do if [ "$1" = --prefix ]; then '
                         'mkdir -p "$2/bin" && cp "$0.python" "$2/bin/python"; fi; shift; done\n')
