@@ -4,6 +4,7 @@
 #include <regex>
 #include <set>
 
+#include "emit_modulefile.h"
 #include "emit_runscripts.h"
 #include "quote.h"
 #include "schema.h"
@@ -169,13 +170,26 @@ void Checker::check_stack(size_t i) {
 }
 
 void Checker::check_text_placement() {
-    no_separator("site.install_prefix", site.site.install_prefix, ":", "PATH-like variables");
+    no_separator("site.install_prefix", site.site.install_prefix, site.container.enabled ? ":," : ":",
+                 site.container.enabled ? "PATH-like variables or the bind list" : "PATH-like variables");
     // Lmod 8.6 emits `export NAME='...'` for the user's shell to eval: a line break in a
     // value ends the quoted word there and the rest would run as a command.
     for (const auto& [name, value] : site.collectives.env) single_line("collectives.env." + name, value);
     for (size_t i = 0; i < site.stacks.size(); ++i)
         for (const auto& [name, value] : site.stacks[i].env)
             single_line("stacks." + std::to_string(i) + ".env." + name, value);
+    // The module sets these itself (or they are path lists / Lmod state a setenv would clobber).
+    std::set<std::string> reported;
+    for (size_t i = 0; i < site.stacks.size(); ++i) {
+        const Stack& stack = site.stacks[i];
+        auto refuse = [&](const std::string& path, const std::string& name) {
+            if (!module_owns_variable(site, stack, name) || !reported.insert(path).second) return;
+            diags.error(site.where(path), "'" + name + "' is set by the generated module itself (or is a path list or Lmod's state); it cannot come from the site's env",
+                        "for PATH-like variables use the stack's layout ([python]) instead");
+        };
+        for (const auto& [name, value] : site.collectives.env) refuse("collectives.env." + name, name);
+        for (const auto& [name, value] : stack.env) refuse("stacks." + std::to_string(i) + ".env." + name, name);
+    }
     for (size_t i = 0; i < site.site.base_modules.size(); ++i)
         single_line("site.base_modules." + std::to_string(i), site.site.base_modules[i]);
     for (size_t i = 0; i < site.container.binds.size(); ++i) {

@@ -225,12 +225,16 @@ std::string dependency_lines(const Site& site, const Stack& stack) {
 const char* const kNeverSetenv[] = {"PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "MANPATH", "MODULEPATH",
                                     "LOADEDMODULES", "_LMFILES_", "PYTHONUSERBASE", "VIRTUAL_ENV"};
 
+bool never_setenv(const std::string& name) {
+    return std::find(std::begin(kNeverSetenv), std::end(kNeverSetenv), name) != std::end(kNeverSetenv) ||
+           name.rfind("LMOD_", 0) == 0 || name.rfind("__LMOD", 0) == 0;
+}
+
+// Last line of defence (check_site reports these with their TOML location first).
 void refuse_module_owned(const EnvList& env, const std::vector<std::string>& owned) {
     for (const auto& [name, value] : env) {
         if (!is_valid_var_name(name)) throw std::invalid_argument("not a valid environment variable name: " + name);
-        const bool reserved = std::find(std::begin(kNeverSetenv), std::end(kNeverSetenv), name) != std::end(kNeverSetenv) ||
-                              name.rfind("LMOD_", 0) == 0 || name.rfind("__LMOD", 0) == 0;
-        if (reserved || std::find(owned.begin(), owned.end(), name) != owned.end())
+        if (never_setenv(name) || std::find(owned.begin(), owned.end(), name) != owned.end())
             throw std::invalid_argument(name + " is managed by the module (or by Lmod); it cannot come from collectives.env or a stack's env");
     }
 }
@@ -279,6 +283,15 @@ std::string modulefile(const Site& site, const Stack& stack, const EmitOptions& 
 }
 
 }  // namespace
+
+bool module_owns_variable(const Site& site, const Stack& stack, const std::string& name) {
+    if (never_setenv(name)) return true;
+    std::vector<std::string> vars = {"RUNSCRIPTS"};
+    LuaModuleWriter scratch;
+    if (site.container.enabled) container_section(scratch, site, stack, vars);
+    python_section(scratch, stack, vars);
+    return std::find(vars.begin(), vars.end(), name) != vars.end();
+}
 
 ModulefileParts modulefile_parts(const Site& site, const Stack& stack, const EmitOptions& options) {
     ModulefileParts parts;

@@ -20,4 +20,8 @@ struct ModulefileParts {
 };
 ModulefileParts modulefile_parts(const Site& site, const Stack& stack, const EmitOptions& options);
 
+// True if the stack's module computes `name` itself (SIF, CONDA_PREFIX, ...) or it is a path
+// list or Lmod state that a plain setenv from the site's env would clobber.
+bool module_owns_variable(const Site& site, const Stack& stack, const std::string& name);
+
 }  // namespace sitegen

@@ -114,6 +114,16 @@ Result run_check(FileSystem& fs, const Request& request) {
 
 Result run_build(FileSystem& fs, const Request& request) {
     Result result;
+    if (request.prefix) {
+        const std::string& p = *request.prefix;
+        bool bad = p.empty() || p[0] != '/' || p.find_first_of(":,") != std::string::npos;
+        for (unsigned char c : p) bad = bad || c < 0x20 || c == 0x7f;
+        if (bad) {
+            result.err += "sitegen: error: --prefix must be an absolute path without ':', ',' or control characters\n";
+            result.exit_code = kExitUsage;
+            return result;
+        }
+    }
     Request resolved = request;
     resolved.sites.clear();
     if (!resolve_sites(fs, request, resolved.sites, result)) return result;
