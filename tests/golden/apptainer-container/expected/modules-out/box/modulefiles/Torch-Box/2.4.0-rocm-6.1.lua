@@ -5,7 +5,7 @@ local root = "/opt/golden/software/Torch-Box/2.4.0-rocm-6.1"
 
 whatis("Description: A stack whose description has \"quotes\", a $(dollar) `tick`, 100% and ]] brackets.")
 whatis("URL: https://example.org/torch?a=1&b=2")
-help("A stack whose description has \"quotes\", a $(dollar) `tick`, 100% and ]] brackets.\n\nHomepage: https://example.org/torch?a=1&b=2\n\nCommands added to PATH:\n  start-shell\n\nScripts in $RUNSCRIPTS (/runscripts in the container):\n  conda-python-distributed\n  conda-python-simple\n  get-master\n  init-conda-venv\n  job.slurm\n\nVariables this module sets:\n  SIF\n  SIFTORCHBOX\n  CONTAINERROOT\n  RUNSCRIPTSTORCHBOX\n  APPTAINER_BIND\n  APPTAINERENV_CONDA_DEFAULT_ENV\n  APPTAINERENV_CONDA_EXE\n  APPTAINERENV_CONDA_PREFIX\n  APPTAINERENV_PREPEND_PATH\n  APPTAINERENV_VIRTUAL_ENV\n  APPTAINERENV_WITH_CONDA_VENV\n  APPTAINERENV_WITH_VENV\n  RUNSCRIPTS\n  PATH\n  MY_FLAG\n  NCCL_SOCKET_IFNAME\n\nRun `singularity exec $SIF <command>` (or start-shell). Inside the container the\nconda environment and the venv in /user-software are already active; to add\npackages, `pip install` inside the container: they land in\n$CONTAINERROOT/user-software, which is mounted at /user-software.\n")
+help("A stack whose description has \"quotes\", a $(dollar) `tick`, 100% and ]] brackets.\n\nHomepage: https://example.org/torch?a=1&b=2\n\nCommands added to PATH:\n  start-shell\n\nScripts in $RUNSCRIPTS (/runscripts in the container):\n  conda-python-distributed\n  conda-python-simple\n  get-master\n  init-conda-venv\n  job.slurm\n\nVariables this module sets:\n  SIF\n  SIFTORCHBOX\n  CONTAINERROOT\n  RUNSCRIPTSTORCHBOX\n  APPTAINER_BIND\n  APPTAINERENV_CONDA_DEFAULT_ENV\n  APPTAINERENV_CONDA_EXE\n  APPTAINERENV_CONDA_PREFIX\n  APPTAINERENV_PREPEND_PATH\n  APPTAINERENV_VIRTUAL_ENV\n  APPTAINERENV_WITH_CONDA_VENV\n  APPTAINERENV_WITH_VENV\n  RUNSCRIPTS\n  PATH\n  MY_FLAG\n  NCCL_SOCKET_IFNAME\n\nRun `apptainer exec $SIF <command>` (or start-shell). Inside the container the\nconda environment and the venv in /user-software are already active. To add\npackages, `pip install` inside the container: they land in\n$CONTAINERROOT/user-software, mounted at /user-software when that directory\n(or a packed user-software.squashfs) exists when the module is loaded.\n")
 
 depends_on("rocm/6.0.0")
 
@@ -20,7 +20,13 @@ setenv("SIF", image)
 setenv("SIFTORCHBOX", image)
 setenv("CONTAINERROOT", root)
 setenv("RUNSCRIPTSTORCHBOX", pathJoin(root, "runscripts"))
-setenv("APPTAINER_BIND", "/scratch:/scratch:rw,/opt/vendor:/vendor:ro," .. pathJoin(root, "runscripts") .. ":/runscripts," .. pathJoin(root, "user-software") .. ":/user-software")
+local binds = "/scratch:/scratch:rw,/opt/vendor:/vendor:ro," .. pathJoin(root, "runscripts") .. ":/runscripts"
+if isFile(pathJoin(root, "user-software.squashfs")) then
+  binds = binds .. "," .. pathJoin(root, "user-software.squashfs") .. ":/user-software:image-src=/"
+elseif isDir(pathJoin(root, "user-software")) then
+  binds = binds .. "," .. pathJoin(root, "user-software") .. ":/user-software"
+end
+setenv("APPTAINER_BIND", binds)
 setenv("APPTAINERENV_CONDA_DEFAULT_ENV", "torch")
 setenv("APPTAINERENV_CONDA_EXE", "/opt/conda/bin/conda")
 setenv("APPTAINERENV_CONDA_PREFIX", "/opt/conda/envs/torch")
