@@ -113,9 +113,9 @@ std::string help_text(const Site& site, const Stack& stack, const EmitOptions& o
         h += "\nPYTHONUSERBASE points into the shared installation: do not `pip install --user`\n"
              "with this module loaded; install into your own venv instead.\n";
     if (stack.venv_extension)
-        h += "\nYour own venv: python3 -m venv --system-site-packages DIR, then\n"
-             "extend-venv-activate DIR so that activating it loads this module and\n"
-             "deactivating it unloads it.\n";
+        h += "\nYour own venv: with this module loaded (so the venv uses its Python),\n"
+             "python3 -m venv --system-site-packages DIR, then extend-venv-activate DIR:\n"
+             "activating the venv then loads this module and deactivating unloads it.\n";
     // module_use paths are only documented, never prepended to MODULEPATH here: users need
     // them to find this module in the first place, and unloading a module that had
     // prepended them would drop a path the user added themselves.
