@@ -155,7 +155,7 @@ Result run_build(FileSystem& fs, const Request& request) {
             self_check_modulefiles(part, diags);
             roots.push_back(modules_root(l.site));
             roots.push_back(easyconfigs_root(l.site));
-            files.insert(files.end(), part.begin(), part.end());
+            files.insert(files.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
         }
     }
     if (diags.has_errors()) {

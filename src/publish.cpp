@@ -52,11 +52,11 @@ std::string read_or_empty(FileSystem& fs, const std::string& path) {
 
 }  // namespace
 
-std::string manifest_text(const OutputList& files_in_root, const std::string& root) {
+std::string manifest_text(const std::vector<const OutputFile*>& files_in_root, const std::string& root) {
     std::vector<std::string> lines;
-    for (const auto& f : files_in_root)
-        lines.push_back(sha256_hex(f.contents) + (f.executable ? " 755 " : " 644 ") +
-                        f.path.substr(root.size() + 1));
+    for (const OutputFile* f : files_in_root)
+        lines.push_back(sha256_hex(f->contents) + (f->executable ? " 755 " : " 644 ") +
+                        f->path.substr(root.size() + 1));
     std::sort(lines.begin(), lines.end(), [](const std::string& a, const std::string& b) {
         return a.substr(69) < b.substr(69);
     });
@@ -108,7 +108,8 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
     }
 
     // Group the new files by root and compare with what each root holds now.
-    std::map<std::string, OutputList> by_root;
+    // Pointers, not copies: a large site's outputs are hundreds of megabytes.
+    std::map<std::string, std::vector<const OutputFile*>> by_root;
     for (const auto& r : roots) by_root[r];
     for (const auto& f : files) {
         auto it = std::find_if(roots.begin(), roots.end(), [&](const std::string& r) {
@@ -118,7 +119,7 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
             diags.error({}, "internal: output '" + f.path + "' is outside every site root");
             return false;
         }
-        by_root[*it].push_back(f);
+        by_root[*it].push_back(&f);
     }
 
     std::vector<std::string> to_swap;
@@ -128,7 +129,8 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
         const auto old_manifest = parse_manifest(read_or_empty(fs, live + "/" + kManifestName));
         std::set<std::string> fresh;
         bool differs = false;
-        for (const auto& f : root_files) {
+        for (const OutputFile* file : root_files) {
+            const OutputFile& f = *file;
             const std::string rel = f.path.substr(root.size() + 1);
             fresh.insert(rel);
             std::string current;
@@ -171,7 +173,8 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
         const std::string staged = join(out, staging_of(root));
         bool ok = !fs.exists(staged) || fs.remove_all(staged, error);
         ok = ok && fs.make_dirs(staged, error);
-        for (const auto& f : by_root[root]) {
+        for (const OutputFile* file : by_root[root]) {
+            const OutputFile& f = *file;
             if (!ok) break;
             ok = fs.write(staged + f.path.substr(root.size()), f.contents, f.executable, error);
         }

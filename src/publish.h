@@ -27,7 +27,7 @@ struct PublishReport {
 };
 
 // The manifest text for a root: one "<sha256> <mode> <path>" line per file, sorted.
-std::string manifest_text(const OutputList& files_in_root, const std::string& root);
+std::string manifest_text(const std::vector<const OutputFile*>& files_in_root, const std::string& root);
 
 // Publishes `files` (paths relative to out_dir, each under one of `roots`). Returns false
 // with findings in `diags` when it refused or failed; the previous tree is then untouched.
