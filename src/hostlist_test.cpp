@@ -11,10 +11,13 @@
 
 #include "hostlist.h"
 #include "quote.h"
+#include "test_support.h"
 
 using namespace sitegen;
 
 namespace {
+
+using namespace sitegen::test;
 
 using Hosts = std::vector<std::string>;
 
@@ -24,36 +27,6 @@ Hosts expand(const std::string& expr) {
     INFO(expr << ": " << error);
     REQUIRE(hosts);
     return *hosts;
-}
-
-// A fresh directory under /tmp, removed with everything in it at scope exit.
-struct TempDir {
-    std::string path;
-    TempDir() {
-        std::string pattern = (std::filesystem::temp_directory_path() / "sitegen-hostlist-XXXXXX").string();
-        if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-        path = pattern;
-    }
-    ~TempDir() { std::filesystem::remove_all(path); }
-    std::string file(const std::string& name) const { return path + "/" + name; }
-};
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream out;
-    out << in.rdbuf();
-    return out.str();
-}
-
-int run(const std::string& command) {
-    const int status = std::system(command.c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-// A missing tool must fail the test: a skipped check proves nothing.
-void require_tool(const std::string& tool) {
-    INFO("required tool not installed: " << tool);
-    REQUIRE(run("command -v " + tool + " >/dev/null 2>&1") == 0);
 }
 
 struct BashResult {
@@ -70,7 +43,7 @@ BashResult bash_first_host(const TempDir& dir, const std::string& expr) {
                                              << bash_first_host_function()
                                              << "list=$(<list)\nhost=$(sitegen_first_host \"$list\")\n"
                                                 "printf '%s' \"$host\"\n";
-    const int status = run("cd " + bash_word(dir.path) + " && bash first-host.sh >out 2>err");
+    const int status = run("cd " + bash_word(dir.str()) + " && bash first-host.sh >out 2>err");
     return {status, read_file(dir.file("out")), read_file(dir.file("err"))};
 }
 
@@ -141,7 +114,7 @@ TEST_CASE("max_hosts bounds every way a list can grow", "[hostlist]") {
 
 TEST_CASE("the bash first-host function agrees with the C++ expansion", "[hostlist]") {
     require_tool("bash");
-    TempDir dir;
+    TempDir dir("hostlist");
     for (const auto& expr : valid_lists) {
         INFO(expr);
         const auto result = bash_first_host(dir, expr);
@@ -163,7 +136,7 @@ TEST_CASE("the bash first-host function agrees with the C++ expansion", "[hostli
 // an environment variable can be (128 KiB); a character loop or UTF-8 matching takes >9 s.
 TEST_CASE("the bash first-host function is fast on lists at the environment size limit", "[hostlist]") {
     require_tool("bash");
-    TempDir dir;
+    TempDir dir("hostlist");
     std::string one_group = "nid[";
     std::string many_items;
     for (int i = 0; i < 18000; ++i) {
@@ -183,7 +156,7 @@ TEST_CASE("the bash first-host function is fast on lists at the environment size
 
 TEST_CASE("the bash first-host function passes shellcheck", "[hostlist]") {
     require_tool("shellcheck");
-    TempDir dir;
+    TempDir dir("hostlist");
     std::ofstream(dir.file("get-master")) << "#!/bin/bash\nset -euo pipefail\n"
                                           << bash_first_host_function()
                                           << "sitegen_first_host \"${SLURM_STEP_NODELIST:?}\"\n";

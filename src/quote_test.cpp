@@ -10,45 +10,13 @@
 #include <sys/wait.h>
 
 #include "quote.h"
+#include "test_support.h"
 
 using namespace sitegen;
 
 namespace {
 
-// A fresh directory under /tmp, removed with everything in it at scope exit.
-struct TempDir {
-    std::string path;
-    TempDir() {
-        std::string pattern = (std::filesystem::temp_directory_path() / "sitegen-quote-XXXXXX").string();
-        if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-        path = pattern;
-    }
-    ~TempDir() { std::filesystem::remove_all(path); }
-    std::string file(const std::string& name) const { return path + "/" + name; }
-};
-
-void write_file(const std::string& path, const std::string& content) {
-    std::ofstream(path, std::ios::binary) << content;
-}
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE(in);
-    std::ostringstream out;
-    out << in.rdbuf();
-    return out.str();
-}
-
-int run(const std::string& command) {
-    const int status = std::system(command.c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-// A missing interpreter must fail the test: a skipped round trip proves nothing.
-void require_tool(const std::string& tool) {
-    INFO("required tool not installed: " << tool);
-    REQUIRE(run("command -v " + tool + " >/dev/null 2>&1") == 0);
-}
+using namespace sitegen::test;
 
 // Values that break naive quoting in at least one target language. Valid UTF-8, no NUL.
 std::vector<std::string> injection_corpus(const std::string& marker) {
@@ -143,10 +111,10 @@ TEST_CASE("text validity checks", "[quote]") {
 
 TEST_CASE("lua5.4 reads every lua_string back byte for byte", "[quote]") {
     require_tool("lua5.4");
-    TempDir dir;
+    TempDir dir("quote");
     auto corpus = byte_corpus(dir.file("MARKER"));
     corpus.push_back(std::string("a\0b\0", 4) + "1");
-    std::string script = "local dir = " + lua_string(dir.path) + "\n" +
+    std::string script = "local dir = " + lua_string(dir.str()) + "\n" +
                          "local function put(i, s) local f = assert(io.open(dir .. '/lua.' .. i, 'wb'));"
                          " f:write(s); f:close() end\n";
     for (size_t i = 0; i < corpus.size(); ++i)
@@ -161,9 +129,9 @@ TEST_CASE("lua5.4 reads every lua_string back byte for byte", "[quote]") {
 
 TEST_CASE("bash reads every bash_word and bash_double_quoted back and runs nothing", "[quote]") {
     require_tool("bash");
-    TempDir dir;
+    TempDir dir("quote");
     const auto corpus = byte_corpus(dir.file("MARKER"));
-    std::string script = "set -euo pipefail\ncd " + bash_word(dir.path) + "\n";
+    std::string script = "set -euo pipefail\ncd " + bash_word(dir.str()) + "\n";
     for (size_t i = 0; i < corpus.size(); ++i) {
         const std::string n = std::to_string(i);
         script += "printf %s " + bash_word(corpus[i]) + " > word." + n + "\n";
@@ -183,7 +151,7 @@ TEST_CASE("bash reads every bash_word and bash_double_quoted back and runs nothi
 
 TEST_CASE("python3 parses every python_string back, EasyBuild templating included", "[quote]") {
     require_tool("python3");
-    TempDir dir;
+    TempDir dir("quote");
     const auto corpus = injection_corpus(dir.file("MARKER"));
     auto with_nul = corpus;
     with_nul.push_back(std::string("a\0b", 3));
@@ -210,7 +178,7 @@ for node in ast.parse(source).body:
         with open('%s/%s.%d' % (d, name, i), 'wb') as f:
             f.write(v.encode('utf-8'))
 )PY");
-    REQUIRE(run("python3 " + dir.file("roundtrip.py") + " " + bash_word(dir.path)) == 0);
+    REQUIRE(run("python3 " + dir.file("roundtrip.py") + " " + bash_word(dir.str())) == 0);
     CHECK_FALSE(std::filesystem::exists(dir.file("MARKER")));
     for (size_t i = 0; i < with_nul.size(); ++i) {
         INFO("corpus entry " << i);

@@ -10,11 +10,14 @@
 #include "check.h"
 #include "load.h"
 #include "rules.h"
+#include "test_support.h"
 
 using namespace sitegen;
 namespace fs = std::filesystem;
 
 namespace {
+
+using sitegen::test::TempDir;
 
 const std::string kFile = "sites/t/site.toml";
 
@@ -123,26 +126,6 @@ std::string expect(const Site& s, const std::string& path, const std::string& ru
 }
 
 using Lines = std::vector<std::string>;
-
-// A scratch directory for rule files, removed at the end of the test.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int n = 0;
-        path = fs::temp_directory_path() / ("sitegen-rules-test-" + std::to_string(getpid()) + "-" + std::to_string(++n));
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string write(const std::string& name, const std::string& text) const {
-        const fs::path p = path / name;
-        fs::create_directories(p.parent_path());
-        std::ofstream(p) << text;
-        return p.string();
-    }
-};
 
 }  // namespace
 
@@ -394,7 +377,7 @@ TEST_CASE("rules see every model field read-only, under its TOML key", "[lua][ru
     s.binding.affinity_env = {{"CCL_WORKER_AFFINITY", "next"}};
     s.batch.partition = "standard-g";
     s.stacks[0].is_default = true;
-    TempDir dir;
+    TempDir dir("rules-test");
     const std::string file = dir.write("fields.lua", R"(-- reads every table of the model
 local function expect(path, got, want)
   if got ~= want then error_at(path, ("%s is %s, expected %s"):format(path, tostring(got), tostring(want))) end
@@ -435,7 +418,7 @@ end }
 
 TEST_CASE("the rule engine reports broken, hostile and runaway rules at their own file:line", "[lua][rules]") {
     const Site s = good_site();
-    TempDir dir;
+    TempDir dir("rules-test");
     const std::string where = fs::path(dir.write("x", "")).parent_path().string();
     auto one = [&](const std::string& name, const std::string& text) { return run_files(s, {dir.write(name, text)}); };
     const auto file = [&](const std::string& name) { return where + "/" + name; };
@@ -478,7 +461,7 @@ TEST_CASE("the rule engine reports broken, hostile and runaway rules at their ow
 
 TEST_CASE("rule files run sorted by file name across directories; names are unique", "[lua][rules]") {
     const Site s = good_site();
-    TempDir a, b;
+    TempDir a("rules-test"), b("rules-test");
     a.write("20-second.lua", "-- second\nrule { name = 'second', check = function(site) error_at('site', 'second') end }\n");
     b.write("10-first.lua", "-- first\nrule { name = 'first', check = function(site) error_at('site', 'first') end }\n");
     b.write("30-again.lua", "-- again\nrule { name = 'first', check = function(site) end }\n");
@@ -503,7 +486,7 @@ TEST_CASE("rule files run sorted by file name across directories; names are uniq
 }
 
 TEST_CASE("a site's own rules directory is picked up next to its site.toml", "[lua][rules]") {
-    TempDir dir;
+    TempDir dir("rules-test");
     dir.write("sites/x/rules/local.lua", "-- local policy\nrule { name = 'local-policy', check = function(site)\n"
                                          "  if site.batch.partition == '' then warn_at('batch', 'no partition') end\nend }\n");
     Site s = good_site();

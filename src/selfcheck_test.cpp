@@ -13,11 +13,14 @@
 #include "load.h"
 #include "pipeline.h"
 #include "selfcheck.h"
+#include "test_support.h"
 
 using namespace sitegen;
 namespace fs = std::filesystem;
 
 namespace {
+
+using sitegen::test::TempDir;
 
 const std::string kPath = "modules-out/t/modulefiles/X/1.0.lua";
 
@@ -55,19 +58,6 @@ unsetenv("X_OLD")
 setenv("X_KEEP", "site", true)
 if mode() == "load" then LmodMessage("loaded ", myModuleFullName(), " from ", myFileName()) end
 )";
-
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int n = 0;
-        path = fs::temp_directory_path() / ("sitegen-selfcheck-test-" + std::to_string(getpid()) + "-" + std::to_string(++n));
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
 
 std::string slurp(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
@@ -259,7 +249,7 @@ TEST_CASE("the seed sites' generated modulefiles pass the self-check", "[lua][se
 TEST_CASE("the recorder agrees with real Lmod 8.6 on what load and unload change", "[lua][selfcheck][lmod]") {
     const std::string init = "/usr/share/lmod/lmod/init/bash";
     if (!fs::exists(init)) FAIL("Lmod is not installed (" << init << " is missing): install the lmod package");
-    TempDir dir;
+    TempDir dir("selfcheck-test");
     const std::string module = R"(-- cross-check module for the recorder
 local root = "/opt/xcheck/1.0"
 whatis("Description: cross-check")

@@ -1,0 +1,63 @@
+// Helpers shared by unit tests that drive real tools: scratch directories, files, commands.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <sys/wait.h>
+
+namespace sitegen::test {
+
+// A fresh directory under the temp dir, removed with everything in it at scope exit.
+struct TempDir {
+    std::filesystem::path path;
+    explicit TempDir(const std::string& tag) {
+        std::string pattern = (std::filesystem::temp_directory_path() / ("sitegen-" + tag + "-XXXXXX")).string();
+        if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+        path = pattern;
+    }
+    ~TempDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+    std::string str() const { return path.string(); }
+    std::string file(const std::string& name) const { return (path / name).string(); }
+    // Writes `text` to name (creating parent directories) and returns its path.
+    std::string write(const std::string& name, const std::string& text) const {
+        const std::filesystem::path p = path / name;
+        std::filesystem::create_directories(p.parent_path());
+        std::ofstream(p, std::ios::binary) << text;
+        return p.string();
+    }
+};
+
+inline std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE(in);
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+}
+
+inline void write_file(const std::string& path, const std::string& content) {
+    std::ofstream(path, std::ios::binary) << content;
+}
+
+// Exit status of a shell command (-1 if it did not exit normally).
+inline int run(const std::string& command) {
+    const int status = std::system(command.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// A missing tool must fail the test: a skipped real-tool check proves nothing.
+inline void require_tool(const std::string& tool) {
+    INFO("required tool not installed: " << tool);
+    REQUIRE(run("command -v " + tool + " >/dev/null 2>&1") == 0);
+}
+
+}  // namespace sitegen::test
