@@ -14,19 +14,8 @@ namespace sitegen {
 
 namespace {
 
-bool in_container(const Site& site, const Stack& stack) {
-    return site.container.enabled && stack.python.layout == PythonLayout::container_venv;
-}
-
 std::string runtime_cmd(const Site& site) {
     return site.container.runtime == ContainerRuntime::apptainer ? "apptainer" : "singularity";
-}
-
-std::string upper_ident(const std::string& name) {
-    std::string out;
-    for (char c : name)
-        if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return out;
 }
 
 std::string lower(std::string s) {
@@ -182,7 +171,7 @@ std::string slurm_wrapper(const Site& site, const Stack& stack, const std::strin
     s += miopen_block(site, "$SLURM_JOB_ID", "$node_id");
     s += collective_exports(site);
     s += affinity_report(site);
-    if (in_container(site, stack)) s += container_activation();
+    if (runs_in_container(site, stack)) s += container_activation();
     s += "exec " + python_command(stack) + " \"$@\"\n";
     return s;
 }
@@ -351,9 +340,9 @@ std::string slurm_job(const Site& site, const Stack& stack, const EmitOptions& o
         s += "CPU_MASKS=" + bash_word(slurm_mask_list(*ranks)) + "\n";
         launch += " --cpu-bind=mask_cpu:\"$CPU_MASKS\"";
     }
-    if (in_container(site, stack))
+    if (runs_in_container(site, stack))
         // SINGULARITY_BIND from the module mounts $RUNSCRIPTS at /runscripts.
-        s += launch + " " + runtime_cmd(site) + " exec \"$SIF" + upper_ident(stack.name) + "\" /runscripts/" + wrapper + " \"$@\"\n";
+        s += launch + " " + runtime_cmd(site) + " exec \"$SIF" + stack_ident(stack.name) + "\" /runscripts/" + wrapper + " \"$@\"\n";
     else
         s += launch + " \"$RUNSCRIPTS/" + wrapper + "\" \"$@\"\n";
     return s;
@@ -396,13 +385,43 @@ std::string pbs_job(const Site& site, const Stack& stack, const EmitOptions& opt
     return s;
 }
 
+// make-squashfs / unmake-squashfs (as LUMI's recipes ship them): pack the user-software
+// tree the module binds at /user-software into one SquashFS file (many small files are slow
+// on Lustre), or unpack it again to add packages. They find the stack from their own path.
+std::string squashfs_script(const Stack& stack, bool make) {
+    const std::string name = make ? "make-squashfs" : "unmake-squashfs";
+    std::string s = header(name, stack, make ? "pack $CONTAINERROOT/user-software into user-software.squashfs,\n# which the module then mounts read-only at /user-software."
+                                             : "unpack user-software.squashfs into $CONTAINERROOT/user-software\n# so that packages can be added again.");
+    s += "if [[ -e /.singularity.d || -n ${APPTAINER_CONTAINER:-} || -n ${SINGULARITY_CONTAINER:-} ]]; then\n"
+         "  echo '" + name + ": run this outside the container' >&2\n"
+         "  exit 1\n"
+         "fi\n"
+         "root=$(cd \"$(dirname \"${BASH_SOURCE[0]}\")/..\" && pwd)\n"
+         "cd \"$root\"\n";
+    if (make)
+        s += "[[ -d user-software ]] || { echo \"make-squashfs: $root/user-software does not exist: nothing to pack\" >&2; exit 2; }\n"
+             "[[ ! -e user-software.squashfs ]] || { echo \"make-squashfs: $root/user-software.squashfs exists; remove it first to rebuild it\" >&2; exit 3; }\n"
+             "command -v mksquashfs >/dev/null || { echo 'make-squashfs: mksquashfs not found (squashfs-tools)' >&2; exit 4; }\n"
+             "mksquashfs user-software user-software.squashfs -processors 1 -no-progress\n"
+             "echo \"Created $root/user-software.squashfs. Reload the module to mount it read-only at\"\n"
+             "echo \"/user-software; you may then remove $root/user-software.\"\n";
+    else
+        s += "[[ -f user-software.squashfs ]] || { echo \"unmake-squashfs: $root/user-software.squashfs does not exist\" >&2; exit 2; }\n"
+             "[[ ! -e user-software ]] || { echo \"unmake-squashfs: $root/user-software exists; remove it first to unpack again\" >&2; exit 3; }\n"
+             "command -v unsquashfs >/dev/null || { echo 'unmake-squashfs: unsquashfs not found (squashfs-tools)' >&2; exit 4; }\n"
+             "unsquashfs -d user-software user-software.squashfs\n"
+             "echo \"Created $root/user-software. Reload the module to mount it writable at /user-software;\"\n"
+             "echo \"you may then remove $root/user-software.squashfs.\"\n";
+    return s;
+}
+
 std::string start_shell(const Site& site, const Stack& stack) {
     std::string s = header("start-shell", stack, "a bash shell (or bash arguments, e.g. -c CMD) in the\n# container with the conda environment and venv active.");
     s += "if [[ -e /.singularity.d || -n ${APPTAINER_CONTAINER:-} || -n ${SINGULARITY_CONTAINER:-} ]]; then\n"
          "  exec bash \"$@\"\n"
          "fi\n"
-         ": \"${SIF" + upper_ident(stack.name) + ":?load the " + stack.module_full_name() + " module first}\"\n"
-         "exec " + runtime_cmd(site) + " exec \"$SIF" + upper_ident(stack.name) + "\" bash \"$@\"\n";
+         ": \"${SIF" + stack_ident(stack.name) + ":?load the " + stack.module_full_name() + " module first}\"\n"
+         "exec " + runtime_cmd(site) + " exec \"$SIF" + stack_ident(stack.name) + "\" bash \"$@\"\n";
     return s;
 }
 
@@ -436,7 +455,7 @@ void check_runscript_values(const Site& site, Diagnostics& diags) {
 }
 
 std::string rank_wrapper_name(const Site& site, const Stack& stack) {
-    return in_container(site, stack) ? "conda-python-distributed" : "python-distributed";
+    return runs_in_container(site, stack) ? "conda-python-distributed" : "python-distributed";
 }
 
 OutputList emit_stack_runscripts(const Site& site, const Stack& stack, const EmitOptions& options) {
@@ -453,10 +472,12 @@ OutputList emit_stack_runscripts(const Site& site, const Stack& stack, const Emi
         add("runscripts/" + wrapper, pbs_wrapper(site, stack, wrapper), true);
         add("runscripts/job.pbs", pbs_job(site, stack, options, wrapper), true);
     }
-    if (in_container(site, stack)) {
+    if (runs_in_container(site, stack)) {
         add("runscripts/init-conda-venv", init_conda_venv(stack), false);
         add("runscripts/conda-python-simple", python_simple(stack), true);
         add("bin/start-shell", start_shell(site, stack), true);
+        add("bin/make-squashfs", squashfs_script(stack, true), true);
+        add("bin/unmake-squashfs", squashfs_script(stack, false), true);
     }
     return out;
 }
