@@ -128,6 +128,19 @@ std::string master_port_line(const Collectives& c, const std::string& job, const
            std::to_string(span) + "))}\"\n";
 }
 
+// What every scheduler's wrapper does once ranks and master are known: port, device,
+// caches, collective env, affinity report, container activation, then exec the program.
+std::string rank_wrapper_tail(const Site& site, const Stack& stack, const std::string& job,
+                              const std::string& step, const std::string& node) {
+    std::string s = master_port_line(site.collectives, job, step);
+    s += visibility_block(site);
+    s += miopen_block(site, job, node);
+    s += collective_exports(site);
+    s += affinity_report(site);
+    if (runs_in_container(site, stack)) s += container_activation();
+    return s + "exec " + python_command(stack) + " \"$@\"\n";
+}
+
 std::string slurm_wrapper(const Site& site, const Stack& stack, const std::string& name) {
     std::string s = header(name, stack, "per-rank wrapper for srun: sets the torch.distributed\n# environment from Slurm's, then execs python with all its arguments.");
     s += "die() { printf '" + name + ": %s\\n' \"$*\" >&2; exit 2; }\n";
@@ -166,14 +179,7 @@ std::string slurm_wrapper(const Site& site, const Stack& stack, const std::strin
          "  MASTER_ADDR=$(sitegen_first_host \"$nodelist\") || die \"cannot find the first host of $nodelist\"\n"
          "fi\n"
          "export MASTER_ADDR\n";
-    s += master_port_line(site.collectives, "$SLURM_JOB_ID", "$step_id");
-    s += visibility_block(site);
-    s += miopen_block(site, "$SLURM_JOB_ID", "$node_id");
-    s += collective_exports(site);
-    s += affinity_report(site);
-    if (runs_in_container(site, stack)) s += container_activation();
-    s += "exec " + python_command(stack) + " \"$@\"\n";
-    return s;
+    return s + rank_wrapper_tail(site, stack, "$SLURM_JOB_ID", "$step_id", "$node_id");
 }
 
 std::string pbs_wrapper(const Site& site, const Stack& stack, const std::string& name) {
@@ -205,13 +211,7 @@ std::string pbs_wrapper(const Site& site, const Stack& stack, const std::string&
          "if [[ -z ${MASTER_ADDR:-} ]]; then read -r MASTER_ADDR <\"$PBS_NODEFILE\" || true; fi\n"
          "[[ -n ${MASTER_ADDR:-} ]] || die \"PBS_NODEFILE $PBS_NODEFILE is empty\"\n"
          "export MASTER_ADDR\n";
-    s += master_port_line(site.collectives, "$job_number", "");
-    s += visibility_block(site);
-    s += miopen_block(site, "$job_number", "${PALS_NODEID:-0}");
-    s += collective_exports(site);
-    s += affinity_report(site);
-    s += "exec " + python_command(stack) + " \"$@\"\n";
-    return s;
+    return s + rank_wrapper_tail(site, stack, "$job_number", "", "${PALS_NODEID:-0}");
 }
 
 std::string get_master(const Stack& stack) {
