@@ -3,6 +3,7 @@
 
 #include "emit_runscripts.h"
 #include "load.h"
+#include "test_support.h"
 
 #include <stdexcept>
 
@@ -10,13 +11,7 @@ using namespace sitegen;
 
 namespace {
 
-Site load_repo_site(const std::string& name) {
-    auto fs = make_disk_fs();
-    Site site;
-    Diagnostics diags;
-    REQUIRE(load_site(*fs, SITEGEN_SOURCE_DIR "/sites", name, site, diags));
-    return site;
-}
+using sitegen::test::load_seed_site;
 
 std::string file_ending(const OutputList& files, const std::string& suffix) {
     for (const auto& f : files)
@@ -29,7 +24,7 @@ std::string file_ending(const OutputList& files, const std::string& suffix) {
 }  // namespace
 
 TEST_CASE("LUMI's job script binds with exactly the seed's MYMASKS", "[runscripts]") {
-    const Site lumi = load_repo_site("lumi");
+    const Site lumi = load_seed_site("lumi");
     const auto files = emit_runscripts(lumi, {"/appl/lumi/SW/container"});
     const std::string job = file_ending(files, "/runscripts/job.slurm");
     // lumi-pytorch.md: c=fe; MYMASKS="0x${c}000000000000,0x${c}00000000000000,0x${c}0000,..."
@@ -43,7 +38,7 @@ TEST_CASE("LUMI's job script binds with exactly the seed's MYMASKS", "[runscript
 TEST_CASE("rank wrappers have none of the seeds' bugs", "[runscripts]") {
     for (const char* name : {"lumi", "frontier", "cirrus", "aurora", "local"}) {
         INFO(name);
-        const Site site = load_repo_site(name);
+        const Site site = load_seed_site(name);
         for (const auto& f : emit_runscripts(site, {"/p"})) {
             INFO(f.path);
             CHECK(f.contents.find("sleep") == std::string::npos);       // no sleep as a barrier
@@ -61,24 +56,24 @@ TEST_CASE("rank wrappers have none of the seeds' bugs", "[runscripts]") {
 }
 
 TEST_CASE("AMD wrappers give MIOpen a cache per job and node, created by every rank", "[runscripts]") {
-    const std::string w = file_ending(emit_runscripts(load_repo_site("lumi"), {"/p"}),
+    const std::string w = file_ending(emit_runscripts(load_seed_site("lumi"), {"/p"}),
                                       "/runscripts/conda-python-distributed");
     CHECK(w.find("MIOPEN_USER_DB_PATH:-/tmp/${USER:-$UID}-miopen-$SLURM_JOB_ID-$node_id}") != std::string::npos);
     CHECK(w.find("mkdir -p -- \"$MIOPEN_USER_DB_PATH\"") != std::string::npos);
     CHECK(w.find("export ROCR_VISIBLE_DEVICES=\"$LOCAL_RANK\"") != std::string::npos);
-    const std::string cirrus = file_ending(emit_runscripts(load_repo_site("cirrus"), {"/p"}),
+    const std::string cirrus = file_ending(emit_runscripts(load_seed_site("cirrus"), {"/p"}),
                                            "/runscripts/python-distributed");
     CHECK(cirrus.find("MIOPEN") == std::string::npos);
     CHECK(cirrus.find("export CUDA_VISIBLE_DEVICES=\"$LOCAL_RANK\"") != std::string::npos);
 }
 
 TEST_CASE("MASTER_PORT is base + job id % span, per job, overridable", "[runscripts]") {
-    const OutputList lumi = emit_runscripts(load_repo_site("lumi"), {"/p"});
+    const OutputList lumi = emit_runscripts(load_seed_site("lumi"), {"/p"});
     // model.h: MASTER_PORT = base + job id % span (29500, 1000); step k adds k * 618.
     CHECK(file_ending(lumi, "/conda-python-distributed")
               .find("export MASTER_PORT=\"${MASTER_PORT:-$((29500 + (10#$SLURM_JOB_ID % 1000 + 10#$step_id % 1000 * 618) % 1000))}\"\n") !=
           std::string::npos);
-    const OutputList aurora = emit_runscripts(load_repo_site("aurora"), {"/p"});
+    const OutputList aurora = emit_runscripts(load_seed_site("aurora"), {"/p"});
     CHECK(file_ending(aurora, "/python-distributed")
               .find("export MASTER_PORT=\"${MASTER_PORT:-$((29500 + (10#$job_number) % 1000))}\"\n") != std::string::npos);
     // The ids are checked to be plain numbers before they enter $((...)).
@@ -86,7 +81,7 @@ TEST_CASE("MASTER_PORT is base + job id % span, per job, overridable", "[runscri
 }
 
 TEST_CASE("batch directive values that would break their line are refused", "[runscripts]") {
-    Site lumi = load_repo_site("lumi");
+    Site lumi = load_seed_site("lumi");
     Diagnostics clean;
     check_runscript_values(lumi, clean);
     CHECK_FALSE(clean.has_errors());
@@ -105,7 +100,7 @@ TEST_CASE("batch directive values that would break their line are refused", "[ru
     // In Slurm a comma is an ordinary character; in a PBS -l resource it starts another one.
     lumi.batch.partition = "small-g,standard-g";
     CHECK_NOTHROW(emit_runscripts(lumi, {"/p"}));
-    Site aurora = load_repo_site("aurora");
+    Site aurora = load_seed_site("aurora");
     aurora.batch.filesystems = "home,select=512";
     CHECK_THROWS_AS(emit_runscripts(aurora, {"/p"}), std::invalid_argument);
     Diagnostics diags;
@@ -115,16 +110,16 @@ TEST_CASE("batch directive values that would break their line are refused", "[ru
 }
 
 TEST_CASE("variable names from the site are names, never code", "[runscripts]") {
-    Site local = load_repo_site("local");
+    Site local = load_seed_site("local");
     local.collectives.env.push_back({"X=1; touch /tmp/pwned; Y", "v"});
     CHECK_THROWS_AS(emit_runscripts(local, {"/p"}), std::invalid_argument);
-    Site cirrus = load_repo_site("cirrus");
+    Site cirrus = load_seed_site("cirrus");
     cirrus.collectives.visibility_var = "CUDA_VISIBLE_DEVICES}$(id)";
     CHECK_THROWS_AS(emit_runscripts(cirrus, {"/p"}), std::invalid_argument);
 }
 
 TEST_CASE("PBS job script: mpiexec over nodes x ranks per node, arguments or PROGRAM", "[runscripts]") {
-    const std::string job = file_ending(emit_runscripts(load_repo_site("aurora"), {"/p"}), "/runscripts/job.pbs");
+    const std::string job = file_ending(emit_runscripts(load_seed_site("aurora"), {"/p"}), "/runscripts/job.pbs");
     // aurora-pytorch.md: select, place=scatter, walltime=1:59:00, filesystems=home, 12 ranks per node.
     for (const char* line : {"#PBS -l select=2\n", "#PBS -l place=scatter\n", "#PBS -l walltime=1:59:00\n",
                              "#PBS -l filesystems=home\n", "export SITEGEN_RANKS_PER_NODE=12\n",

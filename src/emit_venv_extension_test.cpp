@@ -6,6 +6,7 @@
 
 #include "emit_venv_extension.h"
 #include "load.h"
+#include "test_support.h"
 
 using namespace sitegen;
 
@@ -28,11 +29,8 @@ bool has(const std::string& text, const std::string& needle) { return text.find(
 }  // namespace
 
 TEST_CASE("only venv_extension stacks get extend-venv-activate", "[venv]") {
-    auto fs = make_disk_fs();
-    for (const char* name : {"lumi", "frontier", "cirrus", "aurora", "local"}) {
-        Site site;
-        Diagnostics diags;
-        REQUIRE(load_site(*fs, SITEGEN_SOURCE_DIR "/sites", name, site, diags));
+    for (const auto& name : sitegen::test::seed_site_names()) {
+        const Site site = sitegen::test::load_seed_site(name);
         const auto files = emit_venv_extensions(site, {"/p"});
         size_t wanted = 0;
         for (const auto& s : site.stacks) wanted += s.venv_extension ? 1 : 0;
@@ -46,10 +44,7 @@ TEST_CASE("only venv_extension stacks get extend-venv-activate", "[venv]") {
 }
 
 TEST_CASE("cirrus: the script loads pytorch/2.3.1-gpu built for Python 3.12", "[venv]") {
-    auto fs = make_disk_fs();
-    Site site;
-    Diagnostics diags;
-    REQUIRE(load_site(*fs, SITEGEN_SOURCE_DIR "/sites", "cirrus", site, diags));
+    const Site site = sitegen::test::load_seed_site("cirrus");
     const auto files = emit_venv_extensions(site, {"/p"});
     REQUIRE(files.size() == 1);
     CHECK(files[0].path == "modules-out/cirrus/software/pytorch/2.3.1-gpu/bin/extend-venv-activate");

@@ -499,12 +499,8 @@ TEST_CASE("a site's own rules directory is picked up next to its site.toml", "[l
 }
 
 TEST_CASE("the seed sites pass the built-in rules", "[lua][rules]") {
-    auto disk = make_disk_fs();
-    const std::string sites = SITEGEN_SOURCE_DIR "/sites";
-    for (const auto& name : list_sites(*disk, sites)) {
-        Site site;
-        Diagnostics load_diags;
-        REQUIRE(load_site(*disk, sites, name, site, load_diags));
+    for (const auto& name : sitegen::test::seed_site_names()) {
+        const Site site = sitegen::test::load_seed_site(name);
         Diagnostics diags;
         const auto start = std::chrono::steady_clock::now();
         run_rules(site, {}, diags);

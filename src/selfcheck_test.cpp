@@ -227,12 +227,8 @@ TEST_CASE("isFile and isDir answer from the caller's predicates", "[lua][selfche
 }
 
 TEST_CASE("the seed sites' generated modulefiles pass the self-check", "[lua][selfcheck]") {
-    auto disk = make_disk_fs();
-    const std::string sites = SITEGEN_SOURCE_DIR "/sites";
-    for (const auto& name : list_sites(*disk, sites)) {
-        Site site;
-        Diagnostics load_diags;
-        REQUIRE(load_site(*disk, sites, name, site, load_diags));
+    for (const auto& name : sitegen::test::seed_site_names()) {
+        const Site site = sitegen::test::load_seed_site(name);
         EmitOptions options;
         options.prefix = site.site.install_prefix;
         const OutputList outputs = emit_all(site, options);

@@ -10,6 +10,9 @@
 #include <stdexcept>
 #include <string>
 #include <sys/wait.h>
+#include <vector>
+
+#include "load.h"
 
 namespace sitegen::test {
 
@@ -58,6 +61,22 @@ inline int run(const std::string& command) {
 inline void require_tool(const std::string& tool) {
     INFO("required tool not installed: " << tool);
     REQUIRE(run("command -v " + tool + " >/dev/null 2>&1") == 0);
+}
+
+// The repository's seed sites (sites/*/site.toml), by name.
+inline std::vector<std::string> seed_site_names() {
+    auto disk = make_disk_fs();
+    return list_sites(*disk, SITEGEN_SOURCE_DIR "/sites");
+}
+
+// One seed site, loaded from the repository; a load error fails the test.
+inline Site load_seed_site(const std::string& name) {
+    auto disk = make_disk_fs();
+    Site site;
+    Diagnostics diags;
+    INFO("loading seed site " << name);
+    REQUIRE(load_site(*disk, SITEGEN_SOURCE_DIR "/sites", name, site, diags));
+    return site;
 }
 
 }  // namespace sitegen::test
