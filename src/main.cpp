@@ -4,7 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "pipeline.h"
-#include "schema.h"
+#include "site/schema.h"
 
 int main(int argc, char** argv) {
     using namespace sitegen;

@@ -4,17 +4,17 @@
 #include <algorithm>
 #include <map>
 
-#include "check.h"
-#include "diagnostics.h"
-#include "emit_easyconfig.h"
-#include "emit_modulefile.h"
-#include "emit_runscripts.h"
-#include "emit_venv_extension.h"
-#include "load.h"
-#include "publish.h"
-#include "rules.h"
-#include "selfcheck.h"
-#include "suggest.h"
+#include "site/check.h"
+#include "site/diagnostics.h"
+#include "render/emit_easyconfig.h"
+#include "render/emit_modulefile.h"
+#include "render/emit_runscripts.h"
+#include "render/emit_venv_extension.h"
+#include "site/load.h"
+#include "out/publish.h"
+#include "lua/rules.h"
+#include "lua/selfcheck.h"
+#include "site/suggest.h"
 
 namespace sitegen {
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "emit.h"
-#include "fs.h"
-#include "model.h"
+#include "render/emit.h"
+#include "out/fs.h"
+#include "site/model.h"
 
 namespace sitegen {
 

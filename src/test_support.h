@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <vector>
 
-#include "load.h"
+#include "site/load.h"
 
 namespace sitegen::test {
 

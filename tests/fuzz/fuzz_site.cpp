@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "check.h"
-#include "load.h"
+#include "site/check.h"
+#include "site/load.h"
 #include "pipeline.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,0 +1,200 @@
+// Sandbox escape attempts, each refused with a clear message and its file:line within 1 s.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+
+#include "lua/lua_sandbox.h"
+
+using namespace sitegen;
+
+namespace {
+
+const char* kChunk = "@rules/escape.lua";
+
+// A small read-only tree shaped like a piece of the site model.
+LuaValue hardware_tree() {
+    LuaValue nics = LuaValue::make_table("hardware.nics");
+    nics.push(LuaValue::make_string("hsn0", "hardware.nics.0")).push(LuaValue::make_string("hsn1", "hardware.nics.1"));
+    LuaValue hardware = LuaValue::make_table("hardware");
+    hardware.add("nics", nics).add("cores_per_node", LuaValue::make_int(64, "hardware.cores_per_node"));
+    LuaValue root = LuaValue::make_table("");
+    root.add("hardware", hardware);
+    return root;
+}
+
+// Runs `code` in a fresh sandbox with a read-only global `site`; fails the test if it took 1 s.
+LuaResult attempt(const std::string& code, SandboxLimits limits = {}) {
+    const auto start = std::chrono::steady_clock::now();
+    LuaSandbox sandbox(limits);
+    REQUIRE(sandbox.set_readonly_global("site", hardware_tree()).ok);
+    LuaResult r = sandbox.run(code, kChunk);
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    INFO(code << " -> " << r.describe() << " in " << took.count() << " s");
+    CHECK(took.count() < 1.0);
+    return r;
+}
+
+void refused(const std::string& code, const std::string& message_part, int line) {
+    const LuaResult r = attempt(code);
+    INFO(code << " -> " << r.describe());
+    CHECK_FALSE(r.ok);
+    CHECK_THAT(r.message, Catch::Matchers::Contains(message_part));
+    CHECK(r.file == "rules/escape.lua");
+    CHECK(r.line == line);
+}
+
+}  // namespace
+
+TEST_CASE("a well-behaved chunk runs and prints into the sandbox's buffer", "[lua]") {
+    LuaSandbox sandbox;
+    const LuaResult r = sandbox.run("local t = {} for i = 1, 10 do t[i] = i * i end print('sum', #t, t[10])", kChunk);
+    INFO(r.describe());
+    CHECK(r.ok);
+    CHECK(sandbox.printed() == "sum\t10\t100\n");
+}
+
+TEST_CASE("errors carry the chunk's file and line, a message without the prefix and a traceback", "[lua]") {
+    LuaSandbox sandbox;
+    const LuaResult r = sandbox.run("local x = 1\n\nlocal y = nil + x\n", kChunk);
+    CHECK_FALSE(r.ok);
+    CHECK(r.file == "rules/escape.lua");
+    CHECK(r.line == 3);
+    CHECK(r.message == "attempt to perform arithmetic on a nil value");
+    CHECK_THAT(r.traceback, Catch::Matchers::Contains("stack traceback"));
+    CHECK(r.describe() == "rules/escape.lua:3: attempt to perform arithmetic on a nil value");
+
+    const LuaResult syntax = sandbox.run("local = 1", kChunk);
+    CHECK(syntax.file == "rules/escape.lua");
+    CHECK(syntax.line == 1);
+    CHECK_THAT(syntax.message, Catch::Matchers::Contains("near '='"));
+}
+
+TEST_CASE("long chunk names that Lua shortens still map back to the full file", "[lua]") {
+    LuaSandbox sandbox;
+    const std::string name = "modules-out/lumi/modulefiles/PyTorch/2.3.1-rocm-6.0.3-python-3.12-singularity-20240923.lua";
+    const LuaResult r = sandbox.run("\nerror('boom')", "@" + name);
+    CHECK(r.file == name);
+    CHECK(r.line == 2);
+    CHECK(r.message == "boom");
+}
+
+TEST_CASE("io, os, require, dofile and loadfile are refused by name", "[lua]") {
+    refused("local f = io.open('/etc/passwd')", "io.open is not available in the sandbox", 1);
+    refused("\nos.execute('touch /tmp/pwned')", "os.execute is not available in the sandbox", 2);
+    refused("local lfs = require('lfs')", "require is not available in the sandbox", 1);
+    refused("dofile('/etc/passwd')", "dofile is not available in the sandbox", 1);
+    refused("loadfile('/etc/passwd')", "loadfile is not available in the sandbox", 1);
+    refused("debug.sethook()", "debug.sethook is not available in the sandbox", 1);
+    refused("package.loadlib('libc.so.6', 'system')", "package.loadlib is not available", 1);
+}
+
+TEST_CASE("bytecode cannot be loaded: mode 'b', a binary string, string.dump", "[lua]") {
+    refused("local f, err = load('return 1', 'x', 'b')\nerror(err)", "binary chunks are not allowed", 2);
+    refused("local f, err = load('\\27Lua\\84\\0\\25\\147\\13\\10\\26\\10')\nerror(err)",
+            "attempt to load a binary chunk (mode is 't')", 2);
+    refused("local f, err = load(function() return nil end)\nerror(err)", "only text chunks", 2);
+    refused("local s = string.dump(print)", "string.dump is not available in the sandbox", 1);
+    // Text chunks still load, with a chosen environment.
+    const LuaResult ok = attempt("local f = assert(load('return x + 1', '=inner', 't', {x = 41}))\nassert(f() == 42)");
+    CHECK(ok.ok);
+}
+
+TEST_CASE("string.rep memory bombs are refused before allocating", "[lua]") {
+    refused("local s = string.rep('x', 1 << 40)", "string.rep: a result of", 1);
+    refused("local s = ('x'):rep(1 << 30, ',')", "would exceed the sandbox memory limit of 64 MiB", 1);
+    refused("local s = string.rep('abc', 100)\nlocal t = string.rep(s, 1e12 // 1)", "string.rep", 2);
+}
+
+TEST_CASE("a table-growth memory bomb stops at the cap with the loop's line", "[lua]") {
+    const LuaResult r = attempt("local t = {}\nlocal i = 0\nwhile true do\n  i = i + 1\n  t[i] = {i, i, i, i}\nend");
+    CHECK_FALSE(r.ok);
+    CHECK(r.message == "memory limit exceeded: the sandbox may use at most 64 MiB");
+    CHECK(r.file == "rules/escape.lua");
+    CHECK(r.line >= 3);
+    CHECK(r.line <= 5);
+    // Strings that grow by concatenation hit the same cap.
+    const LuaResult s = attempt("local s = 'x'\nwhile true do s = s .. s end");
+    CHECK_FALSE(s.ok);
+    CHECK_THAT(s.message, Catch::Matchers::Contains("64 MiB"));
+}
+
+TEST_CASE("runaway loops stop on the instruction budget, even inside pcall", "[lua]") {
+    refused("local n = 0\nwhile true do n = n + 1 end", "instruction limit exceeded", 2);
+    refused("while true do\n  pcall(function() while true do end end)\nend", "instruction limit exceeded", 2);
+    refused("local function f() return f() end\nf()", "instruction limit exceeded", 1);
+    SandboxLimits slow;
+    slow.instructions = uint64_t{1} << 50;  // only the wall clock can stop this one
+    slow.wall = std::chrono::milliseconds(200);
+    const LuaResult r = attempt("local n = 0\nwhile true do n = n + 1 end", slow);
+    CHECK_THAT(r.message, Catch::Matchers::Contains("time limit exceeded: ran longer than 200 ms"));
+    CHECK(r.line == 2);
+}
+
+TEST_CASE("read-only tables refuse writes, rawset and setmetatable, naming the key", "[lua]") {
+    refused("site.hardware.nics = {}", "site table is read-only: hardware.nics", 1);
+    refused("\nsite.hardware.nics[1] = 'eth0'", "site table is read-only: hardware.nics.0", 2);
+    refused("table.insert(site.hardware.nics, 'eth0')", "site table is read-only: hardware.nics.2", 1);
+    refused("rawset(site.hardware, 'nics', {})", "site table is read-only: hardware.nics", 1);
+    refused("setmetatable(site.hardware, {})", "site table is read-only: cannot set the metatable of hardware", 1);
+    refused("site.extra = 1", "site table is read-only: extra", 1);
+    // Reads work as on plain tables.
+    const LuaResult ok = attempt(R"(
+local h = site.hardware
+assert(#h.nics == 2 and h.nics[2] == 'hsn1' and h.cores_per_node == 64)
+local seen = {}
+for i, n in ipairs(h.nics) do seen[#seen + 1] = n end
+for k, v in pairs(h) do seen[#seen + 1] = k end
+assert(#seen == 4 and next(h) ~= nil and getmetatable(h) == false)
+assert(pathof(h.nics, 2) == 'hardware.nics.1' and pathof(h) == 'hardware' and pathof(h, 'nics') == 'hardware.nics')
+assert(table.concat(h.nics, ',') == 'hsn0,hsn1')
+assert(site.hardware == h and rawequal(site.hardware.nics, h.nics))  -- one proxy per table
+assert(type(h) == 'table' and rawget(h, 'nics') == nil and rawlen(h.nics) == 0)
+local keys = {}
+for k in next, h do keys[#keys + 1] = k end
+assert(#keys == 2 and keys[1] == 'nics' and keys[2] == 'cores_per_node')
+)");
+    INFO(ok.describe());
+    CHECK(ok.ok);
+}
+
+TEST_CASE("non-string errors and failing metamethods give clear messages", "[lua]") {
+    refused("\nerror({code = 1})", "error object is a table value", 2);
+    refused("error(setmetatable({}, {__tostring = function() return 'custom failure' end}))", "custom failure", 1);
+    refused("local bad = setmetatable({}, {__tostring = function() error('tostring broke') end})\nerror(bad)",
+            "error object is a table value (its __tostring failed: rules/escape.lua:1: tostring broke)", 2);
+    refused("local bad = setmetatable({}, {__tostring = function() while true do end end})\nerror(bad)",
+            "its __tostring failed", 2);
+    refused("local t = setmetatable({}, {__tostring = function() error('in tostring') end})\nprint(t)",
+            "in tostring", 1);
+    refused("setmetatable({}, {__gc = function() error('in gc') end})\ncollectgarbage()",
+            "__gc metamethods are not allowed in the sandbox", 1);
+    refused("collectgarbage('stop')", "collectgarbage('stop') is not allowed", 1);
+    refused("error()", "error object is a nil value", 1);
+}
+
+TEST_CASE("the cap counts what the state holds and frees it again", "[lua]") {
+    SandboxLimits small;
+    small.memory_bytes = size_t{8} << 20;  // string.rep briefly holds its result twice
+    LuaSandbox sandbox(small);
+    const size_t base = sandbox.memory_used();
+    CHECK(base < (size_t{1} << 20));
+    CHECK(sandbox.run("big = string.rep('x', 3 << 20)", kChunk).ok);
+    CHECK(sandbox.memory_used() > (size_t{3} << 20));
+    const LuaResult more = sandbox.run("local again = big .. big", kChunk);
+    CHECK_FALSE(more.ok);
+    CHECK(more.message == "memory limit exceeded: the sandbox may use at most 8 MiB");
+    CHECK(sandbox.run("big = nil collectgarbage()", kChunk).ok);
+    CHECK(sandbox.memory_used() < base + (size_t{1} << 20));
+    CHECK(sandbox.run("local s = string.rep('y', 2 << 20)", kChunk).ok);
+}
+
+TEST_CASE("positions are parsed the way Lua writes them", "[lua]") {
+    std::string file, message;
+    int line = 0;
+    CHECK(split_lua_position("rules/a.lua:12: boom: 3", file, line, message));
+    CHECK(file == "rules/a.lua");
+    CHECK(line == 12);
+    CHECK(message == "boom: 3");
+    CHECK_FALSE(split_lua_position("no position here", file, line, message));
+    CHECK_FALSE(split_lua_position(":3: x", file, line, message));
+}

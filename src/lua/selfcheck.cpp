@@ -1,0 +1,569 @@
+// Modulefile self-check: a recorder of Lmod's API run in the sandbox, then per-file and load/unload checks.
+#include "lua/selfcheck.h"
+
+#include <algorithm>
+#include <regex>
+
+#include "lua/lua_sandbox.h"
+#include "site/suggest.h"
+
+namespace sitegen {
+
+namespace {
+
+// Lmod's modulefile API as a recorder. Trusted host code; its arguments are host functions.
+// Returns begin(): it reads the next evaluation's input and returns a fresh environment
+// table for the modulefile, reading through to the API (Lmod's sandbox: these names only).
+constexpr const char* kRecorder = R"lua(-- modulefile recorder: Lmod's modulefile API, recording what a load or unload changes
+local record, caller, input, host_is_file, host_is_dir = ...
+local type, tostring, select, error, concat, ipairs, pairs = type, tostring, select, error, table.concat, ipairs, pairs
+local setmetatable, sort = setmetatable, table.sort
+local mode, full_name, file_name, env_vars, loading  -- set by begin() for each evaluation
+
+local function fail(message) error(message, 0) end  -- the position is the modulefile's frame
+local function note(kind, x, y, z) record(kind, x, y, z, (caller())) end
+local function change(op, name, value) note("change", op, name, value or "") end
+
+local function arity(fn, n, min, max, usage)
+  if n < min or (max and n > max) then
+    fail(("%s expects %s, got %d argument%s"):format(fn, usage, n, n == 1 and "" or "s"))
+  end
+end
+
+local function want_string(fn, i, v)
+  if type(v) ~= "string" then fail(("%s: argument #%d must be a string, got %s"):format(fn, i, type(v))) end
+end
+
+-- Lmod's rule for setenv and friends: every argument a string, the last may be a number or boolean.
+local function with_value(fn, n, ...)
+  for i = 1, n - 1 do want_string(fn, i, (select(i, ...))) end
+  local t = type((select(n, ...)))
+  if t ~= "string" and t ~= "number" and t ~= "boolean" then
+    fail(("%s: argument #%d must be a string, number or boolean, got %s"):format(fn, n, t))
+  end
+end
+
+local function strings(fn, min, ...)
+  local n = select("#", ...)
+  if n < min then fail(("%s expects at least %d string argument%s, got %d"):format(fn, min, min == 1 and "" or "s", n)) end
+  for i = 1, n do want_string(fn, i, (select(i, ...))) end
+  return { ... }
+end
+
+local function check_name(fn, name)
+  if not name:match("^[A-Za-z_][A-Za-z0-9_]*$") then
+    note("error", ("%s: '%s' is not a valid environment variable name (^[A-Za-z_][A-Za-z0-9_]*$)"):format(fn, name))
+  end
+end
+
+local function text_of(...)
+  local parts = {}
+  for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
+  return concat(parts, "")
+end
+
+local function getenv(name) return env_vars[name] end
+
+local function path_join(...)
+  local parts = {}
+  for i = 1, select("#", ...) do
+    local v = select(i, ...)
+    if v and v ~= "" then
+      if type(v) ~= "string" then fail(("pathJoin: argument #%d must be a string, got %s"):format(i, type(v))) end
+      parts[#parts + 1] = v:match("^%s*(.-)%s*$")
+    end
+  end
+  local s = concat(parts, "/"):gsub("//+", "/"):gsub("/%./", "/")
+  if #s > 1 then s = s:gsub("/$", "") end
+  return s
+end
+
+local function refusing_table(name, why)
+  return setmetatable({}, { __index = function(_, k) fail(name .. "." .. tostring(k) .. " " .. why) end })
+end
+
+local os_table = setmetatable({ getenv = function(name)
+  want_string("os.getenv", 1, name)
+  return getenv(name)
+end }, { __index = function(_, k) fail("os." .. tostring(k) .. " is not available to modulefiles in the self-check") end })
+
+local api = {}
+
+function api.setenv(...)
+  local n = select("#", ...)
+  arity("setenv", n, 2, 3, "a name, a value and an optional respect flag")
+  with_value("setenv", n, ...)
+  local name, value, respect = ...
+  check_name("setenv", name)
+  if loading then
+    if not (respect and getenv(name)) then change("setenv", name, tostring(value)) end
+  elseif not (respect and getenv(name) ~= tostring(value)) then
+    change("unsetenv", name)
+  end
+end
+
+function api.unsetenv(...)
+  local n = select("#", ...)
+  arity("unsetenv", n, 1, 3, "a name, an optional value and an optional respect flag")
+  with_value("unsetenv", n, ...)
+  local name = ...
+  check_name("unsetenv", name)
+  if loading then change("unsetenv", name) end
+end
+
+function api.pushenv(...)
+  local n = select("#", ...)
+  arity("pushenv", n, 2, 2, "a name and a value")
+  with_value("pushenv", n, ...)
+  local name, value = ...
+  check_name("pushenv", name)
+  if loading then change("pushenv", name, tostring(value)) else change("popenv", name) end
+end
+
+-- prepend_path(name, value[, delim]) or prepend_path{name, value, delim=, priority=}
+local function path_args(fn, ...)
+  local n = select("#", ...)
+  local name, value, delim
+  if n == 1 and type((...)) == "table" then
+    local t = ...
+    name, value, delim = t[1], t[2], t.delim
+  else
+    arity(fn, n, 2, 3, "a name, a value and an optional delimiter (or one table)")
+    name, value, delim = ...
+  end
+  want_string(fn, 1, name)
+  want_string(fn, 2, value)
+  if delim ~= nil then want_string(fn, 3, delim) end
+  check_name(fn, name)
+  return name, value
+end
+
+function api.prepend_path(...)
+  local name, value = path_args("prepend_path", ...)
+  change(loading and "prepend_path" or "remove_path", name, value)
+end
+
+function api.append_path(...)
+  local name, value = path_args("append_path", ...)
+  change(loading and "append_path" or "remove_path", name, value)
+end
+
+function api.remove_path(...)
+  local name, value = path_args("remove_path", ...)
+  change("remove_path", name, value)
+end
+
+function api.set_alias(...)
+  local n = select("#", ...)
+  arity("set_alias", n, 2, 2, "a name and a value")
+  with_value("set_alias", n, ...)
+  local name, value = ...
+  if loading then change("set_alias", name, tostring(value)) else change("unset_alias", name) end
+end
+
+function api.unset_alias(...)
+  local name = strings("unset_alias", 1, ...)[1]
+  if loading then change("unset_alias", name) end
+end
+
+function api.set_shell_function(...)
+  local n = select("#", ...)
+  arity("set_shell_function", n, 2, 3, "a name, a bash body and an optional csh body")
+  local a = strings("set_shell_function", 2, ...)
+  if loading then change("set_shell_function", a[1], a[2]) else change("unset_shell_function", a[1]) end
+end
+
+function api.unset_shell_function(...)
+  local name = strings("unset_shell_function", 1, ...)[1]
+  if loading then change("unset_shell_function", name) end
+end
+
+-- Module calls: what each records on load and on unload (nil: nothing), as Lmod 8.6.
+local function module_call(fn, on_load, on_unload)
+  return function(...)
+    local names = strings(fn, 1, ...)
+    local kind = loading and on_load or (not loading and on_unload)
+    if kind then
+      for _, m in ipairs(names) do note(kind, m) end
+    end
+  end
+end
+api.load = module_call("load", "load", "unload")
+api.try_load = module_call("try_load", "load", "unload")
+api.try_add = module_call("try_add", "load", "unload")
+api.load_any = module_call("load_any", "load", "unload")
+api.always_load = module_call("always_load", "load", nil)
+api.depends_on = module_call("depends_on", "load", "unload")
+api.unload = module_call("unload", "unload", "unload")
+api.always_unload = module_call("always_unload", "unload", "unload")
+api.prereq = module_call("prereq", "prereq", nil)
+api.prereq_any = module_call("prereq_any", "prereq", nil)
+api.conflict = module_call("conflict", "conflict", nil)
+
+function api.family(...)
+  local n = select("#", ...)
+  arity("family", n, 1, 1, "one family name")
+  note("family", strings("family", 1, ...)[1])
+end
+
+function api.whatis(...)
+  for _, line in ipairs(strings("whatis", 1, ...)) do note("whatis", line) end
+end
+
+function api.help(...) note("help", concat(strings("help", 1, ...), "")) end
+
+function api.LmodError(...)
+  if loading then fail("LmodError: " .. text_of(...)) end
+  note("message", "LmodError (a warning on unload): " .. text_of(...))
+end
+function api.LmodWarning(...) note("message", "LmodWarning: " .. text_of(...)) end
+function api.LmodMessage(...) note("message", text_of(...)) end
+api.LmodMsgRaw = api.LmodMessage
+function api.print(...)
+  local parts = {}
+  for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
+  note("message", concat(parts, "\t"))
+end
+
+function api.mode() return mode end
+function api.isloaded(...) strings("isloaded", 1, ...) return false end
+function api.isAvail(...) strings("isAvail", 1, ...) return false end
+function api.isPending(...) strings("isPending", 1, ...) return false end
+function api.isFile(...) return host_is_file(strings("isFile", 1, ...)[1]) end
+function api.isDir(...) return host_is_dir(strings("isDir", 1, ...)[1]) end
+api.pathJoin = path_join
+function api.atleast(m) want_string("atleast", 1, m) return m end
+function api.between(m) want_string("between", 1, m) return m end
+function api.latest(m) want_string("latest", 1, m) return m end
+function api.LmodVersion() return "8.6" end
+function api.myModuleFullName() return full_name end
+function api.myModuleUsrName() return full_name end
+function api.myModuleName() return (full_name:match("^(.*)/[^/]*$") or full_name) end
+function api.myModuleVersion() return (full_name:match("/([^/]*)$") or "") end
+function api.myFileName() return file_name end
+function api.myShellName() return "bash" end
+function api.myShellType() return "sh" end
+function api.userInGroups(...) strings("userInGroups", 1, ...) return false end
+function api.add_property(...) strings("add_property", 2, ...) end
+function api.remove_property(...) strings("remove_property", 2, ...) end
+function api.extensions(...) strings("extensions", 1, ...) end
+function api.requireFullName() end
+
+local function refused(fn, why)
+  return function() fail(fn .. "() is refused: " .. why) end
+end
+api.execute = refused("execute", "generated modulefiles must not run commands")
+api.capture = refused("capture", "generated modulefiles must not run commands")
+api.subprocess = refused("subprocess", "generated modulefiles must not run commands")
+api.source_sh = refused("source_sh", "generated modulefiles must not run commands")
+api.inherit = refused("inherit", "generated modulefiles are complete on their own")
+api.require = refused("require", "modulefiles load no Lua modules")
+api.loadfile = refused("loadfile", "modulefiles read no other files")
+
+-- The plain Lua Lmod offers modulefiles.
+api.assert, api.ipairs, api.next, api.pairs, api.pcall = assert, ipairs, next, pairs, pcall
+api.tonumber, api.tostring, api.type, api.unpack = tonumber, tostring, type, table.unpack
+api._VERSION = _VERSION
+api.string = { byte = string.byte, char = string.char, find = string.find, format = string.format,
+               gmatch = string.gmatch, gsub = string.gsub, len = string.len, lower = string.lower,
+               match = string.match, rep = string.rep, reverse = string.reverse, sub = string.sub,
+               upper = string.upper }
+api.table = { insert = table.insert, remove = table.remove, sort = table.sort, concat = table.concat,
+              unpack = table.unpack }
+api.math = { floor = math.floor, ceil = math.ceil, min = math.min, max = math.max }
+api.os = os_table
+api.io = refusing_table("io", "is refused: modulefiles must not touch files")
+
+-- .modulerc.lua files see a different, smaller API.
+local rc = { os = os_table, pathJoin = path_join, isFile = api.isFile, isDir = api.isDir }
+function rc.module_version(...)
+  local a = strings("module_version", 2, ...)
+  change("module_version", a[1], concat(a, " ", 2))
+end
+function rc.module_alias(...)
+  local n = select("#", ...)
+  arity("module_alias", n, 2, 2, "an alias and a module")
+  local a = strings("module_alias", 2, ...)
+  change("module_alias", a[1], a[2])
+end
+function rc.hide_version(...) change("hide_version", strings("hide_version", 1, ...)[1]) end
+function rc.hide_modulefile(...) change("hide_modulefile", strings("hide_modulefile", 1, ...)[1]) end
+
+-- Each evaluation's globals land in a fresh table; the API behind it is shared, as in Lmod.
+local api_meta, rc_meta = { __index = api }, { __index = rc }
+
+for _, set in ipairs({ { api, "api" }, { rc, "rc" } }) do
+  local names = {}
+  for k in pairs(set[1]) do names[#names + 1] = k end
+  sort(names)
+  for _, k in ipairs(names) do record(set[2], k, "", "", 0) end
+end
+
+return function()
+  local modulerc
+  mode, full_name, file_name, env_vars, modulerc = input()
+  loading = mode == "load"
+  return setmetatable({}, modulerc and rc_meta or api_meta)
+end
+)lua";
+
+bool ends_with(const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// What the host functions of the recorder read and write during one evaluation.
+struct Recording {
+    ModuleRecord* record = nullptr;
+    const RecordOptions* options = nullptr;
+    const std::map<std::string, std::string>* env = nullptr;
+    std::string mode, full_name, file;
+    std::vector<std::string> api_names, rc_names;  // for "did you mean"
+};
+
+Recording& recording_of(lua_State* L) { return *static_cast<Recording*>(host_context(L)); }
+
+// record(kind, x, y, z, line): one call the modulefile made.
+int l_record(lua_State* L) {
+    size_t kl = 0, xl = 0, yl = 0, zl = 0;
+    const char* kind = luaL_checklstring(L, 1, &kl);
+    const char* x = luaL_checklstring(L, 2, &xl);
+    const char* y = luaL_optlstring(L, 3, "", &yl);
+    const char* z = luaL_optlstring(L, 4, "", &zl);
+    const int line = static_cast<int>(luaL_optinteger(L, 5, 0));
+    Recording& r = recording_of(L);
+    return host_guard(L, [&] {
+        const std::string k(kind, kl), a(x, xl);
+        if (k == "api") r.api_names.push_back(a);
+        else if (k == "rc") r.rc_names.push_back(a);
+        if (!r.record) return 0;  // the API names come while the recorder loads, before any record
+        ModuleRecord& rec = *r.record;
+        if (k == "change") rec.changes.push_back({a, std::string(y, yl), std::string(z, zl), line});
+        else if (k == "load") rec.loads.push_back(a);
+        else if (k == "unload") rec.unloads.push_back(a);
+        else if (k == "prereq") rec.prereqs.push_back(a);
+        else if (k == "conflict") rec.conflicts.push_back(a);
+        else if (k == "whatis") rec.whatis.push_back(a);
+        else if (k == "family") rec.families.push_back(a);
+        else if (k == "help") rec.help += a;
+        else if (k == "message") rec.messages.push_back(a);
+        else if (k == "error") rec.errors.push_back(r.file + ":" + std::to_string(line) + ": " + a);
+        return 0;
+    });
+}
+
+// input(): mode, full module name, file name, the environment table, modulerc flag.
+int l_input(lua_State* L) {
+    const Recording& r = recording_of(L);
+    lua_pushlstring(L, r.mode.data(), r.mode.size());
+    lua_pushlstring(L, r.full_name.data(), r.full_name.size());
+    lua_pushlstring(L, r.file.data(), r.file.size());
+    lua_createtable(L, 0, static_cast<int>(r.env->size()));
+    for (const auto& kv : *r.env) {
+        lua_pushlstring(L, kv.first.data(), kv.first.size());
+        lua_pushlstring(L, kv.second.data(), kv.second.size());
+        lua_rawset(L, -3);
+    }
+    lua_pushboolean(L, r.options->modulerc);
+    return 5;
+}
+
+int ask_predicate(lua_State* L, bool is_dir) {
+    size_t len = 0;
+    const char* path = luaL_checklstring(L, 1, &len);
+    const Recording& r = recording_of(L);
+    bool answer = false;
+    host_guard(L, [&] {
+        const auto& predicate = is_dir ? r.options->is_dir : r.options->is_file;
+        answer = predicate && predicate(std::string(path, len));
+        return 0;
+    });
+    lua_pushboolean(L, answer);
+    return 1;
+}
+
+int l_is_file(lua_State* L) { return ask_predicate(L, false); }
+int l_is_dir(lua_State* L) { return ask_predicate(L, true); }
+
+// "PyTorch/2.3.1" from ".../modulefiles/PyTorch/2.3.1.lua" (or the last two components).
+std::string full_name_of(const std::string& file) {
+    std::string p = file;
+    if (ends_with(p, ".lua")) p.resize(p.size() - 4);
+    const auto at = p.rfind("modulefiles/");
+    if (at != std::string::npos) return p.substr(at + 12);
+    const auto last = p.rfind('/');
+    if (last == std::string::npos || last == 0) return p;
+    const auto before = p.rfind('/', last - 1);
+    return before == std::string::npos ? p : p.substr(before + 1);
+}
+
+// The Lua error as a finding: unknown functions named as such, with a suggestion.
+std::string describe_failure(const LuaResult& r, const std::string& file, const std::vector<std::string>& api) {
+    static const std::regex call_nil(R"(attempt to call a nil value \((global|field|method) '([^']*)'\))");
+    std::string message = r.message;
+    std::smatch m;
+    if (r.syntax_error) {
+        message = "syntax error: " + message;
+    } else if (std::regex_search(message, m, call_nil)) {
+        const std::string name = m[2];
+        message = "unknown function '" + name + "'";
+        const std::string hint = did_you_mean(name, api);
+        if (!hint.empty()) message += " (" + hint + ")";
+    }
+    return (r.file.empty() ? file : r.file) + ":" + std::to_string(r.line) + ": " + message;
+}
+
+bool is_modulefile(const std::string& path) {
+    return ends_with(path, ".lua") && (path.rfind("modulefiles/", 0) == 0 || path.find("/modulefiles/") != std::string::npos);
+}
+
+// The environment a load leaves behind (as far as later os.getenv calls can see it).
+std::map<std::string, std::string> after_load(const ModuleRecord& load) {
+    std::map<std::string, std::string> env;
+    for (const auto& c : load.changes) {
+        if (c.op == "setenv" || c.op == "pushenv") env[c.name] = c.value;
+        else if (c.op == "unsetenv") env.erase(c.name);
+        else if (c.op == "prepend_path") env[c.name] = env.count(c.name) ? c.value + ":" + env[c.name] : c.value;
+        else if (c.op == "append_path") env[c.name] = env.count(c.name) ? env[c.name] + ":" + c.value : c.value;
+    }
+    return env;
+}
+
+// The unload change that undoes a load change ("" op: none expected).
+EnvChange undo_of(const EnvChange& c) {
+    if (c.op == "setenv") return {"unsetenv", c.name, "", 0};
+    if (c.op == "pushenv") return {"popenv", c.name, "", 0};
+    if (c.op == "prepend_path" || c.op == "append_path" || c.op == "remove_path") return {"remove_path", c.name, c.value, 0};
+    if (c.op == "set_alias") return {"unset_alias", c.name, "", 0};
+    if (c.op == "set_shell_function") return {"unset_shell_function", c.name, "", 0};
+    return {};
+}
+
+std::string key_of(const EnvChange& c) { return c.op + '\n' + c.name + '\n' + c.value; }
+
+std::string missing_undo(const EnvChange& c) {
+    if (c.op == "prepend_path" || c.op == "append_path")
+        return "'" + c.value + "' is added to '" + c.name + "' on load (" + c.op + ") but not removed on unload";
+    if (c.op == "remove_path")
+        return "'" + c.value + "' is removed from '" + c.name + "' on load but not on unload";
+    return "'" + c.name + "' is set on load (" + c.op + ") but not unset on unload";
+}
+
+std::string unexpected_undo(const EnvChange& c) {
+    if (c.op == "remove_path") return "unload removes '" + c.value + "' from '" + c.name + "', which load never added";
+    return "unload " + (c.op == "popenv" ? std::string("pops") : "unsets") + " '" + c.name + "', which load never set";
+}
+
+void check_symmetry(const std::string& file, const ModuleRecord& load, const ModuleRecord& unload, Diagnostics& diags) {
+    std::vector<const EnvChange*> pending;  // unload changes not yet matched to a load change
+    for (const auto& c : unload.changes) pending.push_back(&c);
+    for (const auto& c : load.changes) {
+        const EnvChange want = undo_of(c);
+        if (want.op.empty()) continue;
+        auto it = std::find_if(pending.begin(), pending.end(), [&](const EnvChange* u) { return key_of(*u) == key_of(want); });
+        if (it != pending.end()) {
+            pending.erase(it);
+            continue;
+        }
+        diags.error({file, c.line, 0}, missing_undo(c) + " (load/unload asymmetry) [self-check]");
+    }
+    for (const EnvChange* u : pending)
+        diags.error({file, u->line, 0}, unexpected_undo(*u) + " (load/unload asymmetry) [self-check]");
+}
+
+void report_errors(const std::string& file, const std::vector<std::string>& errors, Diagnostics& diags,
+                   std::vector<std::string>& seen) {
+    for (const auto& e : errors) {
+        if (std::find(seen.begin(), seen.end(), e) != seen.end()) continue;
+        seen.push_back(e);
+        std::string f, message;
+        int line = 0;
+        if (!split_lua_position(e, f, line, message)) message = e;
+        diags.error({file, line, 0}, message + " [self-check]");
+    }
+}
+
+// One sandbox with the recorder loaded, reused for many evaluations (each in fresh tables).
+class ModulefileRecorder {
+public:
+    ModulefileRecorder() {
+        std::vector<int> kept;
+        ready_ = sandbox_.run_host_chunk(
+            kRecorder, "=[modulefile recorder]",
+            {{l_record, &now_}, LuaSandbox::caller_function(), {l_input, &now_}, {l_is_file, &now_}, {l_is_dir, &now_}},
+            kept);
+        if (ready_.ok && !kept.empty()) begin_ = kept.front();
+    }
+
+    ModuleRecord record(const std::string& text, const std::string& chunkname, const std::string& mode,
+                        const std::map<std::string, std::string>& env, const RecordOptions& options) {
+        ModuleRecord rec;
+        const bool named = !chunkname.empty() && (chunkname[0] == '@' || chunkname[0] == '=');
+        const std::string source = named ? chunkname : "@" + chunkname;
+        now_.record = &rec;
+        now_.options = &options;
+        now_.env = &env;
+        now_.mode = mode;
+        now_.file = source.substr(1);
+        now_.full_name = options.module_full_name.empty() ? full_name_of(now_.file) : options.module_full_name;
+        if (mode != "load" && mode != "unload") {
+            rec.errors.push_back(now_.file + ":0: unknown mode '" + mode + "' (load or unload)");
+        } else if (begin_ == LUA_NOREF) {
+            rec.errors.push_back(now_.file + ":0: internal error: the recorder failed: " + ready_.describe());
+        } else {
+            evaluate(text, source, rec);
+        }
+        now_.record = nullptr;
+        return rec;
+    }
+
+private:
+    void evaluate(const std::string& text, const std::string& source, ModuleRecord& rec) {
+        std::vector<int> env;
+        const LuaResult fresh = sandbox_.call_kept(begin_, {}, &env);
+        if (!fresh.ok || env.empty()) {
+            rec.errors.push_back(now_.file + ":0: internal error: the recorder failed: " + fresh.describe());
+            return;
+        }
+        const LuaResult result = sandbox_.run(text, source, env.front());
+        for (int ref : env) sandbox_.release(ref);
+        if (!result.ok)
+            rec.errors.push_back(describe_failure(result, now_.file, now_.options->modulerc ? now_.rc_names : now_.api_names));
+    }
+
+    LuaSandbox sandbox_;
+    Recording now_;
+    LuaResult ready_;
+    int begin_ = LUA_NOREF;
+};
+
+}  // namespace
+
+ModuleRecord record_modulefile(const std::string& text, const std::string& chunkname, const std::string& mode,
+                               const std::map<std::string, std::string>& env, const RecordOptions& options) {
+    return ModulefileRecorder().record(text, chunkname, mode, env, options);
+}
+
+void self_check_modulefiles(const OutputList& files, Diagnostics& diags) {
+    RecordOptions installed;  // evaluate as on the installed system: every path exists
+    installed.is_file = [](const std::string&) { return true; };
+    installed.is_dir = [](const std::string&) { return true; };
+    try {
+        ModulefileRecorder recorder;
+        for (const auto& f : files) {
+            if (!is_modulefile(f.path)) continue;
+            RecordOptions options = installed;
+            options.modulerc = ends_with(f.path, "/.modulerc.lua");
+            std::vector<std::string> seen;
+            const ModuleRecord load = recorder.record(f.contents, f.path, "load", {}, options);
+            report_errors(f.path, load.errors, diags, seen);
+            if (options.modulerc) continue;
+            const ModuleRecord unload = recorder.record(f.contents, f.path, "unload", after_load(load), options);
+            report_errors(f.path, unload.errors, diags, seen);
+            if (load.errors.empty() && unload.errors.empty()) check_symmetry(f.path, load, unload, diags);
+        }
+    } catch (const std::exception& e) {  // e.g. no memory for the sandbox: nothing goes out unchecked
+        diags.error({}, std::string("the modulefile self-check could not run: ") + e.what());
+    }
+}
+
+}  // namespace sitegen

@@ -1,0 +1,132 @@
+// Runscripts for the seed sites: binding equal to the seeds, none of the seeds' bugs.
+#include <catch2/catch.hpp>
+
+#include "render/emit_runscripts.h"
+#include "site/load.h"
+#include "test_support.h"
+
+#include <stdexcept>
+
+using namespace sitegen;
+
+namespace {
+
+using sitegen::test::load_seed_site;
+
+std::string file_ending(const OutputList& files, const std::string& suffix) {
+    for (const auto& f : files)
+        if (f.path.size() >= suffix.size() && f.path.compare(f.path.size() - suffix.size(), suffix.size(), suffix) == 0)
+            return f.contents;
+    FAIL("no output ends with " << suffix);
+    return {};
+}
+
+}  // namespace
+
+TEST_CASE("LUMI's job script binds with exactly the seed's MYMASKS", "[runscripts]") {
+    const Site lumi = load_seed_site("lumi");
+    const auto files = emit_runscripts(lumi, {"/appl/lumi/SW/container"});
+    const std::string job = file_ending(files, "/runscripts/job.slurm");
+    // lumi-pytorch.md: c=fe; MYMASKS="0x${c}000000000000,0x${c}00000000000000,0x${c}0000,..."
+    CHECK(job.find("CPU_MASKS=0xfe000000000000,0xfe00000000000000,0xfe0000,0xfe000000,0xfe,0xfe00,"
+                   "0xfe00000000,0xfe0000000000\n") != std::string::npos);
+    CHECK(job.find("srun --cpu-bind=mask_cpu:\"$CPU_MASKS\" singularity exec \"$SIFPYTORCH\" "
+                   "/runscripts/conda-python-distributed \"$@\"") != std::string::npos);
+    CHECK(job.find("#SBATCH --cpus-per-task=7\n") != std::string::npos);
+}
+
+TEST_CASE("rank wrappers have none of the seeds' bugs", "[runscripts]") {
+    for (const char* name : {"lumi", "frontier", "cirrus", "aurora", "local"}) {
+        INFO(name);
+        const Site site = load_seed_site(name);
+        for (const auto& f : emit_runscripts(site, {"/p"})) {
+            INFO(f.path);
+            CHECK(f.contents.find("sleep") == std::string::npos);       // no sleep as a barrier
+            CHECK(f.contents.find("rm -rf") == std::string::npos);      // no removal of caches
+            CHECK(f.contents.find("MASTER_PORT=29500\n") == std::string::npos);  // no fixed port
+            for (const char* launch : {"\ntorchrun", "srun torchrun", "exec torchrun", "python -m torch.distributed.run"})
+                CHECK(f.contents.find(launch) == std::string::npos);  // srun maps the ranks
+            if (f.path.find("distributed") != std::string::npos) {
+                CHECK(f.contents.find("set -euo pipefail\n") != std::string::npos);
+                CHECK(f.contents.find(" \"$@\"\n") != std::string::npos);
+                CHECK(f.contents.find("\nexec ") != std::string::npos);
+            }
+        }
+    }
+}
+
+TEST_CASE("AMD wrappers give MIOpen a cache per job and node, created by every rank", "[runscripts]") {
+    const std::string w = file_ending(emit_runscripts(load_seed_site("lumi"), {"/p"}),
+                                      "/runscripts/conda-python-distributed");
+    CHECK(w.find("MIOPEN_USER_DB_PATH:-/tmp/${USER:-$UID}-miopen-$SLURM_JOB_ID-$node_id}") != std::string::npos);
+    CHECK(w.find("mkdir -p -- \"$MIOPEN_USER_DB_PATH\"") != std::string::npos);
+    CHECK(w.find("export ROCR_VISIBLE_DEVICES=\"$LOCAL_RANK\"") != std::string::npos);
+    const std::string cirrus = file_ending(emit_runscripts(load_seed_site("cirrus"), {"/p"}),
+                                           "/runscripts/python-distributed");
+    CHECK(cirrus.find("MIOPEN") == std::string::npos);
+    CHECK(cirrus.find("export CUDA_VISIBLE_DEVICES=\"$LOCAL_RANK\"") != std::string::npos);
+}
+
+TEST_CASE("MASTER_PORT is base + job id % span, per job, overridable", "[runscripts]") {
+    const OutputList lumi = emit_runscripts(load_seed_site("lumi"), {"/p"});
+    // model.h: MASTER_PORT = base + job id % span (29500, 1000); step k adds k * 618.
+    CHECK(file_ending(lumi, "/conda-python-distributed")
+              .find("export MASTER_PORT=\"${MASTER_PORT:-$((29500 + (10#$SLURM_JOB_ID % 1000 + 10#$step_id % 1000 * 618) % 1000))}\"\n") !=
+          std::string::npos);
+    const OutputList aurora = emit_runscripts(load_seed_site("aurora"), {"/p"});
+    CHECK(file_ending(aurora, "/python-distributed")
+              .find("export MASTER_PORT=\"${MASTER_PORT:-$((29500 + (10#$job_number) % 1000))}\"\n") != std::string::npos);
+    // The ids are checked to be plain numbers before they enter $((...)).
+    CHECK(file_ending(aurora, "/python-distributed").find("[[ $job_number =~ ^[0-9]{1,18}$ ]]") != std::string::npos);
+}
+
+TEST_CASE("batch directive values that would break their line are refused", "[runscripts]") {
+    Site lumi = load_seed_site("lumi");
+    Diagnostics clean;
+    check_runscript_values(lumi, clean);
+    CHECK_FALSE(clean.has_errors());
+
+    for (const char* bad : {"debug --uid=0", "debug\n#SBATCH --uid=0", "a\"b", "a#b", "a\\b", "a'b"}) {
+        INFO(bad);
+        lumi.batch.partition = bad;
+        CHECK_THROWS_AS(emit_runscripts(lumi, {"/p"}), std::invalid_argument);
+        Diagnostics diags;
+        check_runscript_values(lumi, diags);
+        REQUIRE(diags.error_count() == 1);
+        const Diagnostic& d = diags.all().front();
+        CHECK(d.message.find("'batch.partition' cannot be written into a #SBATCH directive") == 0);
+        CHECK(d.where.line == 15);  // sites/lumi/site.toml: partition = "standard-g"
+    }
+    // In Slurm a comma is an ordinary character; in a PBS -l resource it starts another one.
+    lumi.batch.partition = "small-g,standard-g";
+    CHECK_NOTHROW(emit_runscripts(lumi, {"/p"}));
+    Site aurora = load_seed_site("aurora");
+    aurora.batch.filesystems = "home,select=512";
+    CHECK_THROWS_AS(emit_runscripts(aurora, {"/p"}), std::invalid_argument);
+    Diagnostics diags;
+    check_runscript_values(aurora, diags);
+    REQUIRE(diags.error_count() == 1);
+    CHECK(diags.all().front().message == "'batch.filesystems' cannot be written into a #PBS directive: ',' would start another resource");
+}
+
+TEST_CASE("variable names from the site are names, never code", "[runscripts]") {
+    Site local = load_seed_site("local");
+    local.collectives.env.push_back({"X=1; touch /tmp/pwned; Y", "v"});
+    CHECK_THROWS_AS(emit_runscripts(local, {"/p"}), std::invalid_argument);
+    Site cirrus = load_seed_site("cirrus");
+    cirrus.collectives.visibility_var = "CUDA_VISIBLE_DEVICES}$(id)";
+    CHECK_THROWS_AS(emit_runscripts(cirrus, {"/p"}), std::invalid_argument);
+}
+
+TEST_CASE("PBS job script: mpiexec over nodes x ranks per node, arguments or PROGRAM", "[runscripts]") {
+    const std::string job = file_ending(emit_runscripts(load_seed_site("aurora"), {"/p"}), "/runscripts/job.pbs");
+    // aurora-pytorch.md: select, place=scatter, walltime=1:59:00, filesystems=home, 12 ranks per node.
+    for (const char* line : {"#PBS -l select=2\n", "#PBS -l place=scatter\n", "#PBS -l walltime=1:59:00\n",
+                             "#PBS -l filesystems=home\n", "export SITEGEN_RANKS_PER_NODE=12\n",
+                             "NNODES=$(sort -u \"$PBS_NODEFILE\" | wc -l)\n",
+                             "mpiexec -np \"$SITEGEN_NRANKS\" -ppn \"$SITEGEN_RANKS_PER_NODE\" --cpu-bind \"$CPU_BIND\" "
+                             "\"$RUNSCRIPTS/python-distributed\" \"$@\"\n"}) {
+        INFO(line);
+        CHECK(job.find(line) != std::string::npos);
+    }
+}

@@ -1,0 +1,226 @@
+// Whole-site schema checks: required keys, names, paths and counts that must agree.
+#include "site/check.h"
+
+#include <regex>
+#include <set>
+
+#include "render/emit_modulefile.h"
+#include "render/emit_runscripts.h"
+#include "text/quote.h"
+#include "site/schema.h"
+
+namespace sitegen {
+
+namespace {
+
+struct Checker {
+    const Site& site;
+    Diagnostics& diags;
+
+    bool present(const std::string& path) const { return site.regions.count(path) > 0; }
+
+    void require(const std::string& path) {
+        if (present(path)) return;
+        auto dot = path.rfind('.');
+        std::string table = dot == std::string::npos ? "" : path.substr(0, dot);
+        std::string key = dot == std::string::npos ? path : path.substr(dot + 1);
+        std::string in = table.empty() ? "at the top level" : "in [" + table + "]";
+        if (table.rfind("stacks.", 0) == 0) in = "in stack '" + stack_label(table) + "'";
+        diags.error(site.where(table), "missing required key '" + key + "' " + in);
+    }
+
+    std::string stack_label(const std::string& table) const {
+        size_t i = std::stoul(table.substr(7));
+        if (i < site.stacks.size() && !site.stacks[i].name.empty()) return site.stacks[i].name;
+        return "#" + std::to_string(i + 1);
+    }
+
+    void absolute(const std::string& path, const std::string& value) {
+        if (!value.empty() && value[0] != '/')
+            diags.error(site.where(path), "'" + path + "' must be an absolute path, found '" + value + "'");
+    }
+
+    // Values that land in one line of a batch directive or a ':'/','-separated list.
+    void single_line(const std::string& path, const std::string& value) {
+        for (unsigned char c : value)
+            if ((c < 0x20 && c != '\t') || c == 0x7f) {
+                diags.error(site.where(path), "'" + path + "' must be a single line without control characters");
+                return;
+            }
+    }
+    void no_separator(const std::string& path, const std::string& value, const std::string& separators,
+                      const std::string& where_used) {
+        single_line(path, value);
+        for (char c : separators)
+            if (value.find(c) != std::string::npos) {
+                diags.error(site.where(path), "'" + path + "' contains '" + std::string(1, c) + "', which would split " + where_used);
+                return;
+            }
+    }
+    void check_text_placement();
+
+    void run(const std::string& expected_name);
+    void check_stack(size_t i);
+};
+
+const std::regex kModuleName(R"(^[A-Za-z0-9][A-Za-z0-9_.+-]*$)");
+const std::regex kVersion(R"(^[A-Za-z0-9][A-Za-z0-9_.+-]*$)");
+const std::regex kSuffix(R"(^([-_.][A-Za-z0-9_.+-]*)?$)");
+
+void Checker::run(const std::string& expected_name) {
+    for (const char* table : {"site", "hardware", "collectives", "python"})
+        if (!present(table)) diags.error(site.where(""), std::string("missing required table [") + table + "]");
+    if (present("site")) {
+        for (const char* k : {"site.name", "site.description", "site.scheduler", "site.launcher",
+                              "site.install_prefix"})
+            require(k);
+        if (present("site.name") && site.site.name != expected_name)
+            diags.error(site.where("site.name"),
+                        "site name '" + site.site.name + "' does not match its directory '" +
+                            expected_name + "'");
+        absolute("site.install_prefix", site.site.install_prefix);
+        for (size_t i = 0; i < site.site.module_use.size(); ++i)
+            absolute("site.module_use." + std::to_string(i), site.site.module_use[i]);
+    }
+    if (present("hardware")) {
+        for (const char* k : {"hardware.gpu_vendor", "hardware.devices_per_node", "hardware.cores_per_node"})
+            require(k);
+        const auto& h = site.hardware;
+        if (h.devices_per_node > 0 && !present("hardware.device_cores"))
+            diags.error(site.where("hardware"),
+                        "missing required key 'device_cores' in [hardware] (one core list per device)");
+        if (present("hardware.device_cores") &&
+            static_cast<int>(h.device_cores.size()) != h.devices_per_node)
+            diags.error(site.where("hardware.device_cores"),
+                        "'device_cores' lists " + std::to_string(h.device_cores.size()) + " devices but devices_per_node is " +
+                            std::to_string(h.devices_per_node));
+        if (h.gpu_vendor == GpuVendor::none && h.devices_per_node > 0)
+            diags.error(site.where("hardware.gpu_vendor"),
+                        "'hardware.gpu_vendor' is 'none' but devices_per_node is " +
+                            std::to_string(h.devices_per_node));
+        for (size_t i = 0; i < h.reserved_cores.size(); ++i)
+            if (h.reserved_cores[i] >= h.cores_per_node)
+                diags.error(site.where("hardware.reserved_cores." + std::to_string(i)),
+                            "reserved core " + std::to_string(h.reserved_cores[i]) +
+                                " is outside the node's " + std::to_string(h.cores_per_node) + " cores");
+    }
+    if (present("binding.style") && site.binding.style != BindingStyle::none &&
+        site.hardware.devices_per_node == 0)
+        diags.error(site.where("binding.style"), "CPU binding by device needs devices_per_node > 0");
+    if (present("collectives")) require("collectives.library");
+    const std::string& vis = site.collectives.visibility_var;
+    if (!vis.empty() && !is_valid_var_name(vis))
+        diags.error(site.where("collectives.visibility_var"),
+                    "'" + vis + "' is not a valid environment variable name (^[A-Za-z_][A-Za-z0-9_]*$)");
+    if (site.collectives.master_port_base + site.collectives.master_port_span > 65536)
+        diags.error(site.where("collectives.master_port_span"),
+                    "master_port_base + master_port_span exceeds 65535");
+    if (site.container.enabled) {
+        require("container.runtime");
+        require("container.image_dir");
+        absolute("container.image_dir", site.container.image_dir);
+    }
+    if (present("python")) {
+        require("python.layout");
+        require("python.version");
+    }
+    check_text_placement();
+    if (site.stacks.empty()) diags.error(site.where(""), "no [[stacks]] defined: a site publishes at least one stack");
+    std::set<std::string> seen;
+    std::map<std::string, size_t> default_of;
+    for (size_t i = 0; i < site.stacks.size(); ++i) {
+        check_stack(i);
+        const auto& s = site.stacks[i];
+        const std::string p = "stacks." + std::to_string(i);
+        if (!seen.insert(s.module_full_name()).second)
+            diags.error(site.where(p + ".version"),
+                        "duplicate stack '" + s.module_full_name() + "': each module name/version is published once");
+        if (s.is_default) {
+            auto [it, fresh] = default_of.emplace(s.name, i);
+            if (!fresh)
+                diags.error(site.where(p + ".default"),
+                            "two default versions of '" + s.name + "' (also stack #" +
+                                std::to_string(it->second + 1) + ")");
+        }
+    }
+}
+
+void Checker::check_stack(size_t i) {
+    const auto& s = site.stacks[i];
+    const std::string p = "stacks." + std::to_string(i);
+    for (const char* k : {"name", "version", "description", "homepage"}) require(p + "." + k);
+    if (present(p + ".name") && !std::regex_match(s.name, kModuleName))
+        diags.error(site.where(p + ".name"),
+                    "stack name '" + s.name + "' is not a valid module name (letters, digits, '_', '.', '+', '-')");
+    if (present(p + ".version") && !std::regex_match(s.version, kVersion))
+        diags.error(site.where(p + ".version"),
+                    "stack version '" + s.version + "' is not a valid module version");
+    if (!std::regex_match(s.versionsuffix, kSuffix))
+        diags.error(site.where(p + ".versionsuffix"),
+                    "versionsuffix '" + s.versionsuffix + "' must start with '-', '_' or '.' and hold only letters, digits, '_', '.', '+', '-'");
+    if (site.container.enabled && s.python.layout == PythonLayout::container_venv && s.image.empty())
+        diags.error(site.where(p), "stack '" + s.name + "' runs in a container but has no 'image'");
+    if (!site.container.enabled && !s.image.empty())
+        diags.error(site.where(p + ".image"), "'image' is set but the site has no [container] table");
+    if (s.python.layout == PythonLayout::container_venv && !site.container.enabled)
+        diags.error(site.where(p + ".python.layout"),
+                    "python layout 'container-venv' needs a [container] table");
+    if (s.image.find('/') != std::string::npos)
+        diags.error(site.where(p + ".image"), "'image' is a file name in container.image_dir, not a path");
+}
+
+void Checker::check_text_placement() {
+    no_separator("site.install_prefix", site.site.install_prefix, site.container.enabled ? ":," : ":",
+                 site.container.enabled ? "PATH-like variables or the bind list" : "PATH-like variables");
+    // Lmod 8.6 emits `export NAME='...'` for the user's shell to eval: a line break in a
+    // value ends the quoted word there and the rest would run as a command.
+    for (const auto& [name, value] : site.collectives.env) single_line("collectives.env." + name, value);
+    for (size_t i = 0; i < site.stacks.size(); ++i)
+        for (const auto& [name, value] : site.stacks[i].env)
+            single_line("stacks." + std::to_string(i) + ".env." + name, value);
+    // The module sets these itself (or they are path lists / Lmod state a setenv would clobber).
+    std::set<std::string> reported;
+    for (size_t i = 0; i < site.stacks.size(); ++i) {
+        const Stack& stack = site.stacks[i];
+        auto refuse = [&](const std::string& path, const std::string& name) {
+            if (!module_owns_variable(site, stack, name) || !reported.insert(path).second) return;
+            diags.error(site.where(path), "'" + name + "' is set by the generated module itself (or is a path list or Lmod's state); it cannot come from the site's env",
+                        "for PATH-like variables use the stack's layout ([python]) instead");
+        };
+        for (const auto& [name, value] : site.collectives.env) refuse("collectives.env." + name, name);
+        for (const auto& [name, value] : stack.env) refuse("stacks." + std::to_string(i) + ".env." + name, name);
+    }
+    for (size_t i = 0; i < site.site.base_modules.size(); ++i)
+        single_line("site.base_modules." + std::to_string(i), site.site.base_modules[i]);
+    for (size_t i = 0; i < site.container.binds.size(); ++i) {
+        const auto& bind = site.container.binds[i];
+        const std::string p = "container.binds." + std::to_string(i);
+        no_separator(p + ".host", bind.host, ":,", "the bind list");
+        if (present(p + ".container")) no_separator(p + ".container", bind.container, ":,", "the bind list");
+        if (!bind.host.empty() && bind.host[0] != '/')
+            diags.error(site.where(p + ".host"), "bind host path '" + bind.host + "' must be absolute");
+        if (present(p + ".container") && !bind.container.empty() && bind.container[0] != '/')
+            diags.error(site.where(p + ".container"), "bind container path '" + bind.container + "' must be absolute");
+    }
+    no_separator("container.image_dir", site.container.image_dir, ",", "the bind list");
+    for (size_t i = 0; i < site.stacks.size(); ++i) {
+        const auto& py = site.stacks[i].python;
+        const std::string p = "stacks." + std::to_string(i);
+        for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+                 {"conda_root", py.conda_root}, {"conda_env", py.conda_env}, {"venv", py.venv},
+                 {"interpreter", py.interpreter}})
+            no_separator(site.regions.count(p + ".python." + key) ? p + ".python." + key : "python." + key,
+                         value, ":", "PATH-like variables");
+        for (size_t k = 0; k < site.stacks[i].base_modules.size(); ++k)
+            single_line(p + ".base_modules." + std::to_string(k), site.stacks[i].base_modules[k]);
+    }
+}
+
+}  // namespace
+
+void check_site(const Site& site, const std::string& expected_name, Diagnostics& diags) {
+    Checker{site, diags}.run(expected_name);
+    check_runscript_values(site, diags);  // what would break a #SBATCH / #PBS line
+}
+
+}  // namespace sitegen

@@ -1,0 +1,75 @@
+// Names of the model's enumerations and source-region lookup.
+#include "site/model.h"
+
+namespace sitegen {
+
+namespace {
+
+template <typename E, size_t N>
+constexpr bool in_declaration_order(const EnumName<E> (&names)[N]) {
+    for (size_t i = 0; i < N; ++i)
+        if (static_cast<size_t>(names[i].value) != i) return false;
+    return true;
+}
+
+constexpr EnumName<Scheduler> kSchedulers[] = {{Scheduler::slurm, "slurm"}, {Scheduler::pbs, "pbs"}};
+constexpr EnumName<Launcher> kLaunchers[] = {{Launcher::srun, "srun"}, {Launcher::mpiexec, "mpiexec"}};
+constexpr EnumName<GpuVendor> kGpuVendors[] = {
+    {GpuVendor::none, "none"}, {GpuVendor::amd, "amd"}, {GpuVendor::nvidia, "nvidia"}, {GpuVendor::intel, "intel"}};
+constexpr EnumName<CollectiveLib> kCollectiveLibs[] = {{CollectiveLib::nccl, "nccl"},
+                                                       {CollectiveLib::rccl, "rccl"},
+                                                       {CollectiveLib::oneccl, "oneccl"},
+                                                       {CollectiveLib::gloo, "gloo"}};
+constexpr EnumName<ContainerRuntime> kContainerRuntimes[] = {{ContainerRuntime::singularity, "singularity"},
+                                                             {ContainerRuntime::apptainer, "apptainer"}};
+constexpr EnumName<PythonLayout> kPythonLayouts[] = {{PythonLayout::container_venv, "container-venv"},
+                                                     {PythonLayout::conda_env, "conda-env"},
+                                                     {PythonLayout::userbase_venv, "userbase-venv"},
+                                                     {PythonLayout::frameworks_module, "frameworks-module"},
+                                                     {PythonLayout::system, "system"}};
+constexpr EnumName<BindingStyle> kBindingStyles[] = {
+    {BindingStyle::none, "none"}, {BindingStyle::mask, "mask"}, {BindingStyle::list, "list"}};
+
+static_assert(in_declaration_order(kSchedulers) && in_declaration_order(kLaunchers) &&
+              in_declaration_order(kGpuVendors) && in_declaration_order(kCollectiveLibs) &&
+              in_declaration_order(kContainerRuntimes) && in_declaration_order(kPythonLayouts) &&
+              in_declaration_order(kBindingStyles));
+
+template <typename E>
+std::string name_of(E value) {
+    return enum_names<E>()[static_cast<size_t>(value)].name;
+}
+
+}  // namespace
+
+template <> std::span<const EnumName<Scheduler>> enum_names() { return kSchedulers; }
+template <> std::span<const EnumName<Launcher>> enum_names() { return kLaunchers; }
+template <> std::span<const EnumName<GpuVendor>> enum_names() { return kGpuVendors; }
+template <> std::span<const EnumName<CollectiveLib>> enum_names() { return kCollectiveLibs; }
+template <> std::span<const EnumName<ContainerRuntime>> enum_names() { return kContainerRuntimes; }
+template <> std::span<const EnumName<PythonLayout>> enum_names() { return kPythonLayouts; }
+template <> std::span<const EnumName<BindingStyle>> enum_names() { return kBindingStyles; }
+
+std::string to_string(Scheduler v) { return name_of(v); }
+std::string to_string(Launcher v) { return name_of(v); }
+std::string to_string(GpuVendor v) { return name_of(v); }
+std::string to_string(CollectiveLib v) { return name_of(v); }
+std::string to_string(ContainerRuntime v) { return name_of(v); }
+std::string to_string(PythonLayout v) { return name_of(v); }
+std::string to_string(BindingStyle v) { return name_of(v); }
+
+SourceRegion Site::where(const std::string& path) const {
+    std::string p = path;
+    for (;;) {
+        auto it = regions.find(p);
+        if (it != regions.end()) return it->second;
+        auto dot = p.rfind('.');
+        if (dot == std::string::npos) break;
+        p.resize(dot);
+    }
+    SourceRegion r;
+    if (!files.empty()) r = {files.front(), 1, 1};
+    return r;
+}
+
+}  // namespace sitegen

@@ -1,0 +1,176 @@
+// The site model: plain structs filled by load, read by check and the emitters. No I/O here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "site/source_region.h"
+
+namespace sitegen {
+
+enum class Scheduler { slurm, pbs };
+enum class Launcher { srun, mpiexec };
+enum class GpuVendor { none, amd, nvidia, intel };
+enum class CollectiveLib { nccl, rccl, oneccl, gloo };
+enum class ContainerRuntime { singularity, apptainer };
+enum class PythonLayout { container_venv, conda_env, userbase_venv, frameworks_module, system };
+enum class BindingStyle { none, mask, list };
+
+// One name table per enumeration, in declaration order (as Lua's ltm.h "ORDER TM"; model.cpp
+// static_asserts it). The loader, `sitegen schema`, the rules' view and to_string all read
+// these, so a value added to an enum and its table is known everywhere at once.
+template <typename E>
+struct EnumName {
+    E value;
+    const char* name;
+};
+template <typename E>
+std::span<const EnumName<E>> enum_names();
+template <> std::span<const EnumName<Scheduler>> enum_names();
+template <> std::span<const EnumName<Launcher>> enum_names();
+template <> std::span<const EnumName<GpuVendor>> enum_names();
+template <> std::span<const EnumName<CollectiveLib>> enum_names();
+template <> std::span<const EnumName<ContainerRuntime>> enum_names();
+template <> std::span<const EnumName<PythonLayout>> enum_names();
+template <> std::span<const EnumName<BindingStyle>> enum_names();
+
+std::string to_string(Scheduler);
+std::string to_string(Launcher);
+std::string to_string(GpuVendor);
+std::string to_string(CollectiveLib);
+std::string to_string(ContainerRuntime);
+std::string to_string(PythonLayout);
+std::string to_string(BindingStyle);
+
+// Ordered name=value pairs (TOML tables keep source order; we sort where output needs it).
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+struct SiteInfo {
+    std::string name;           // must equal the sites/<name>/ directory
+    std::string description;
+    std::string url;
+    Scheduler scheduler = Scheduler::slurm;
+    Launcher launcher = Launcher::srun;
+    std::string install_prefix;  // absolute; --prefix overrides it
+    std::string module_system = "lmod";
+    std::vector<std::string> module_use;    // `module use` paths users need first (Aurora)
+    std::vector<std::string> base_modules;  // modules users load first; stacks depend on them
+};
+
+struct Hardware {
+    GpuVendor gpu_vendor = GpuVendor::none;
+    std::string gpu_model;
+    int devices_per_node = 0;   // GCDs/tiles as the scheduler counts them (0 for CPU-only)
+    int cores_per_node = 1;
+    int threads_per_core = 1;
+    // device_cores[i]: the cores nearest device i, as a sorted list of core ids.
+    std::vector<std::vector<int>> device_cores;
+    std::vector<int> reserved_cores;  // never bound to a rank (OS / low-noise cores)
+    std::vector<std::string> nics;
+    std::string interconnect;
+};
+
+// How ranks are pinned: cores_per_rank cores of each device's domain, skipping reserved
+// ones, starting core_offset cores into the domain; 0 cores_per_rank = all that remain.
+struct Binding {
+    BindingStyle style = BindingStyle::none;
+    int cores_per_rank = 0;
+    int core_offset = 0;
+    bool verbose = false;
+    // Extra affinity variables: name -> "last" (last core of each rank) or "next" (first
+    // core after each rank's set), e.g. HOROVOD_THREAD_AFFINITY, CCL_WORKER_AFFINITY.
+    std::vector<std::pair<std::string, std::string>> affinity_env;
+};
+
+struct Batch {
+    int nodes = 1;
+    int tasks_per_node = 0;  // 0 = one per device (or 1 on CPU-only sites)
+    int gpus_per_node = 0;   // 0 = devices_per_node
+    int cpus_per_task = 0;   // 0 = derived from binding
+    std::string partition;   // Slurm partition / PBS queue
+    std::string account;
+    std::string time = "00:10:00";
+    std::string mem;
+    std::string output;
+    std::string place;        // PBS place=
+    std::string filesystems;  // PBS filesystems=
+};
+
+struct Collectives {
+    CollectiveLib library = CollectiveLib::gloo;
+    std::string network_plugin;   // e.g. aws-ofi-rccl; empty = none
+    std::string visibility_var;   // ROCR_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES / ZE_AFFINITY_MASK
+    int master_port_base = 29500;  // MASTER_PORT = base + job id % span unless overridden
+    int master_port_span = 1000;
+    EnvList env;                   // NCCL_*, FI_CXI_*, CCL_* ... exported on every rank
+};
+
+struct Bind {
+    std::string host;
+    std::string container;  // defaults to host
+    std::string options;    // "ro", "rw" or empty
+};
+
+struct Container {
+    bool enabled = false;
+    ContainerRuntime runtime = ContainerRuntime::singularity;
+    std::string image_dir;   // where site images live (e.g. /appl/local/containers/sif-images)
+    std::vector<Bind> binds;
+};
+
+struct Python {
+    PythonLayout layout = PythonLayout::system;
+    std::string version;       // major.minor, e.g. "3.12"
+    std::string interpreter;   // e.g. /usr/bin/python3 (outside containers)
+    std::string conda_root;    // conda installation (container: /opt/miniconda3)
+    std::string conda_env;     // env name (container) or path (conda_env layout)
+    std::string venv;          // venv path (container: /user-software/venv/pytorch)
+};
+
+struct Stack {
+    std::string name;           // module name, e.g. PyTorch
+    std::string version;        // e.g. 2.3.1
+    std::string versionsuffix;  // e.g. -rocm-6.0.3-python-3.12-singularity-20240923
+    std::string description;
+    std::string homepage;
+    std::vector<std::string> keywords;
+    std::vector<std::string> docurls;
+    std::string moduleclass = "devel";
+    std::string family;
+    std::vector<std::string> conflicts;
+    std::vector<std::string> base_modules;  // extra modules this stack depends on
+    bool is_default = false;
+    std::string image;          // container image file name (container sites)
+    Python python;              // site python, overridden per stack
+    EnvList components;         // package -> version, e.g. torch=2.3.1
+    EnvList env;                // extra variables the module sets
+    bool venv_extension = false;  // ship extend-venv-activate
+
+    std::string module_version() const { return version + versionsuffix; }
+    std::string module_full_name() const { return name + "/" + module_version(); }
+};
+
+struct Site {
+    SiteInfo site;
+    Hardware hardware;
+    Binding binding;
+    Batch batch;
+    Collectives collectives;
+    Container container;
+    Python python;
+    std::vector<Stack> stacks;
+
+    // Where each loaded key came from, by dotted path: "hardware.nics",
+    // "stacks.0.env.NCCL_DEBUG", "collectives.env.NCCL_SOCKET_IFNAME".
+    std::map<std::string, SourceRegion> regions;
+    std::vector<std::string> files;  // the site file and every file it extends
+
+    // The region of a path, falling back to its nearest loaded parent, then the site file.
+    SourceRegion where(const std::string& path) const;
+};
+
+}  // namespace sitegen

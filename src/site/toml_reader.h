@@ -1,0 +1,81 @@
+// Typed, schema-aware access to one TOML table: records where each key came from and
+// reports wrong types and unknown keys (with did-you-mean) instead of ignoring them.
+#pragma once
+
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "site/diagnostics.h"
+
+namespace sitegen {
+
+SourceRegion region_of(const toml::source_region& r);
+
+class TomlReader {
+public:
+    // `schema_path` names the table in schema.h ("stacks[]"); `model_path` is the dotted path
+    // recorded in Site::regions ("stacks.0").
+    TomlReader(const toml::table& table, std::string schema_path, std::string model_path,
+               std::map<std::string, SourceRegion>& regions, Diagnostics& diags);
+
+    bool has(const std::string& key) const { return table_.contains(key); }
+    const toml::node* node(const std::string& key);  // marks key as known
+
+    bool read(const std::string& key, std::string& out);
+    bool read(const std::string& key, int& out, int min, int max);
+    bool read(const std::string& key, bool& out);
+    bool read(const std::string& key, std::vector<std::string>& out);
+    bool read(const std::string& key, std::vector<int>& out, int min, int max);
+    // A table of string values, in file order; later layers override by name.
+    bool read_string_table(const std::string& key, std::vector<std::pair<std::string, std::string>>& out,
+                           bool names_are_env_vars);
+
+    template <typename E>
+    bool read_enum(const std::string& key, E& out, std::initializer_list<std::pair<const char*, E>> names) {
+        std::string text;
+        if (!read(key, text)) return false;
+        std::vector<std::string> choices;
+        for (const auto& [n, v] : names) {
+            if (text == n) { out = v; return true; }
+            choices.push_back(n);
+        }
+        bad_choice(key, text, choices);
+        return false;
+    }
+
+    // A sub-table (nullptr if absent or of the wrong type, which is reported).
+    const toml::table* table(const std::string& key);
+    const toml::array* array(const std::string& key);
+
+    // Reports every key that no read/node/table call asked for.
+    void report_unknown_keys();
+
+    const std::string& model_path() const { return model_path_; }
+    std::string child(const std::string& key) const {
+        return model_path_.empty() ? key : model_path_ + "." + key;
+    }
+    Diagnostics& diags() { return diags_; }
+    std::map<std::string, SourceRegion>& regions() { return regions_; }
+
+private:
+    const toml::node* fetch(const std::string& key);
+    void type_error(const std::string& key, const toml::node& n, const char* expected);
+    void bad_choice(const std::string& key, const std::string& value, const std::vector<std::string>& choices);
+    bool check_string(const std::string& path, const toml::node& n, const std::string& s);
+
+    const toml::table& table_;
+    std::string schema_path_;
+    std::string model_path_;
+    std::map<std::string, SourceRegion>& regions_;
+    Diagnostics& diags_;
+    std::vector<std::string> seen_;
+};
+
+const char* toml_type_name(const toml::node& n);
+
+}  // namespace sitegen

@@ -1,0 +1,164 @@
+// Quoting writers for Lua, bash and Python, and the text validity checks they rely on.
+#include "text/quote.h"
+
+#include <cstdint>
+#include <stdexcept>
+
+namespace sitegen {
+
+namespace {
+
+void append_decimal_escape(std::string& out, unsigned char c) {
+    out += '\\';
+    out += static_cast<char>('0' + c / 100);
+    out += static_cast<char>('0' + (c / 10) % 10);
+    out += static_cast<char>('0' + c % 10);
+}
+
+void append_hex_escape(std::string& out, unsigned char c) {
+    static const char* hex = "0123456789abcdef";
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 15];
+}
+
+size_t utf8_length(unsigned char lead) {
+    return lead < 0x80 ? 1 : (lead >> 5) == 6 ? 2 : (lead >> 4) == 14 ? 3 : (lead >> 3) == 30 ? 4 : 0;
+}
+
+// The code point of one complete, already validated UTF-8 sequence.
+uint32_t decode_utf8(std::string_view seq) {
+    const unsigned char lead = static_cast<unsigned char>(seq[0]);
+    uint32_t cp = seq.size() == 1 ? lead : seq.size() == 2 ? (lead & 0x1f) : seq.size() == 3 ? (lead & 0x0f) : (lead & 0x07);
+    for (size_t k = 1; k < seq.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(seq[k]) & 0x3f);
+    return cp;
+}
+
+bool is_valid_utf8(std::string_view s, bool allow_nul) {
+    for (size_t i = 0; i < s.size();) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c == 0 && !allow_nul) return false;
+        const size_t len = utf8_length(c);
+        if (len == 0 || i + len > s.size()) return false;
+        for (size_t k = 1; k < len; ++k)
+            if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
+        const uint32_t cp = decode_utf8(s.substr(i, len));
+        // Reject overlong forms, surrogates and values past U+10FFFF.
+        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+            (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+            return false;
+        i += len;
+    }
+    return true;
+}
+
+// Characters kept out of generated Python raw: C1 controls, Unicode line/paragraph
+// separators, zero-width and bidi controls (they hide or reorder text a reviewer reads).
+bool is_invisible_or_line_breaking(uint32_t cp) {
+    return (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x200b && cp <= 0x200f) || cp == 0x2028 ||
+           cp == 0x2029 || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x2069) ||
+           cp == 0xfeff;
+}
+
+void append_unicode_escape(std::string& out, uint32_t cp) {
+    static const char* hex = "0123456789abcdef";
+    out += "\\u";
+    for (int shift = 12; shift >= 0; shift -= 4) out += hex[(cp >> shift) & 15];
+}
+
+void append_python_ascii(std::string& out, unsigned char c, bool easybuild_template) {
+    switch (c) {
+        case '\\': out += "\\\\"; break;
+        case '\'': out += "\\'"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        case '%': out += easybuild_template ? "%%" : "%"; break;
+        default:
+            if (c < 0x20 || c == 0x7f) append_hex_escape(out, c);
+            else out += static_cast<char>(c);
+    }
+}
+
+// Readable text (accents, CJK) stays as UTF-8 so easyconfigs read naturally.
+void append_python_non_ascii(std::string& out, std::string_view seq) {
+    const uint32_t cp = decode_utf8(seq);
+    if (is_invisible_or_line_breaking(cp)) append_unicode_escape(out, cp);
+    else out += seq;
+}
+
+bool is_bare_bash_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '@' || c == '%' || c == '+' || c == '=' || c == ':' || c == ',' ||
+           c == '.' || c == '/' || c == '-';
+}
+
+}  // namespace
+
+std::string lua_string(std::string_view s) {
+    std::string out = "\"";
+    for (unsigned char c : s) {
+        switch (c) {
+            case '\\': out += "\\\\"; break;
+            case '"': out += "\\\""; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                if (c < 0x20 || c >= 0x7f) append_decimal_escape(out, c);
+                else out += static_cast<char>(c);
+        }
+    }
+    return out + "\"";
+}
+
+std::string bash_word(std::string_view s) {
+    if (s.find('\0') != std::string_view::npos)
+        throw std::invalid_argument("a bash word cannot hold a NUL byte");
+    bool bare = !s.empty();
+    for (char c : s) bare = bare && is_bare_bash_char(c);
+    if (bare) return std::string(s);
+    std::string out = "'";
+    for (char c : s) {
+        if (c == '\'') out += "'\\''";
+        else out += c;
+    }
+    return out + "'";
+}
+
+std::string bash_double_quoted(std::string_view s) {
+    if (s.find('\0') != std::string_view::npos)
+        throw std::invalid_argument("bash text cannot hold a NUL byte");
+    std::string out;
+    for (char c : s) {
+        if (c == '\\' || c == '"' || c == '$' || c == '`') out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+std::string python_string(std::string_view s, bool easybuild_template) {
+    if (!is_valid_utf8(s, true))
+        throw std::invalid_argument("a Python string literal needs valid UTF-8 text");
+    std::string out = "'";
+    for (size_t i = 0; i < s.size();) {
+        const size_t len = utf8_length(static_cast<unsigned char>(s[i]));
+        if (len == 1) append_python_ascii(out, static_cast<unsigned char>(s[i]), easybuild_template);
+        else append_python_non_ascii(out, s.substr(i, len));
+        i += len;
+    }
+    return out + "'";
+}
+
+bool is_valid_utf8_without_nul(std::string_view s) { return is_valid_utf8(s, false); }
+
+bool is_valid_var_name(std::string_view s) {
+    if (s.empty()) return false;
+    auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+    if (!alpha(s[0])) return false;
+    for (char c : s)
+        if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+    return true;
+}
+
+}  // namespace sitegen
