@@ -6,12 +6,10 @@
 
 #include "site/check.h"
 #include "site/diagnostics.h"
-#include "render/emit_easyconfig.h"
-#include "render/emit_modulefile.h"
-#include "render/emit_runscripts.h"
-#include "render/emit_venv_extension.h"
 #include "site/load.h"
 #include "out/publish.h"
+#include "plan/stack_plan.h"
+#include "render/renderers.h"
 #include "lua/rules.h"
 #include "lua/selfcheck.h"
 #include "site/suggest.h"
@@ -87,10 +85,11 @@ std::string plural(size_t n, const char* word) {
 
 }  // namespace
 
-OutputList emit_all(const Site& site, const EmitOptions& options) {
+OutputList emit_all(const Site& site, const PlanOptions& options) {
+    const SitePlan plan = plan_site(site, options);  // each stack's plan, once
     OutputList all;
-    for (auto* emit : {emit_modulefiles, emit_runscripts, emit_easyconfigs, emit_venv_extensions}) {
-        OutputList part = emit(site, options);
+    for (const Renderer& renderer : renderers()) {
+        OutputList part = renderer.render(plan);
         all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
     }
     std::stable_sort(all.begin(), all.end(),
@@ -135,7 +134,7 @@ Result run_build(FileSystem& fs, const Request& request) {
     std::vector<std::string> roots;
     if (!diags.has_errors()) {
         for (const auto& l : sites) {
-            EmitOptions options;
+            PlanOptions options;
             options.prefix = request.prefix ? *request.prefix : l.site.site.install_prefix;
             OutputList part;
             try {

@@ -1,4 +1,4 @@
-// The pipeline, end to end: load -> check -> rules -> emit -> self-check -> publish.
+// The pipeline, end to end: load -> check -> rules -> plan -> render -> self-check -> publish.
 // main.cpp only parses arguments into a Request and prints the Result.
 #pragma once
 
@@ -8,6 +8,7 @@
 
 #include "render/emit.h"
 #include "out/fs.h"
+#include "plan/stack_plan.h"
 #include "site/model.h"
 
 namespace sitegen {
@@ -41,6 +42,6 @@ Result run_rules_list(const Request& request);
 Result run_list(FileSystem& fs, const Request& request);
 
 // Every output of one loaded, checked site (used by build, tests and the fuzzer).
-OutputList emit_all(const Site& site, const EmitOptions& options);
+OutputList emit_all(const Site& site, const PlanOptions& options);
 
 }  // namespace sitegen

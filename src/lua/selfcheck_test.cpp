@@ -229,7 +229,7 @@ TEST_CASE("isFile and isDir answer from the caller's predicates", "[lua][selfche
 TEST_CASE("the seed sites' generated modulefiles pass the self-check", "[lua][selfcheck]") {
     for (const auto& name : sitegen::test::seed_site_names()) {
         const Site site = sitegen::test::load_seed_site(name);
-        EmitOptions options;
+        PlanOptions options;
         options.prefix = site.site.install_prefix;
         const OutputList outputs = emit_all(site, options);
         size_t modulefiles = 0;

@@ -1,4 +1,9 @@
-// What every emitter returns: files relative to the output root, with their bytes and mode.
+// What every renderer returns: files relative to the output root, with their bytes and mode,
+// and where each kind of output goes under --out-dir.
+//
+// modules-out/<site>/ mirrors the install prefix exactly, so `cp -a modules-out/<site>/.
+// <prefix>/` deploys it, and tests use --prefix "$PWD/modules-out/<site>" to run it in place;
+// easyconfigs-out/<site>/ follows EasyBuild's repository layout.
 #pragma once
 
 #include <string>
@@ -16,13 +21,21 @@ struct OutputFile {
 
 using OutputList = std::vector<OutputFile>;
 
-// Options every emitter sees (resolved from the CLI).
-struct EmitOptions {
-    std::string prefix;  // install prefix to write into outputs (site's unless --prefix)
-};
-
 // Directory roots of a site's outputs (relative to --out-dir).
 inline std::string modules_root(const Site& s) { return "modules-out/" + s.site.name; }
 inline std::string easyconfigs_root(const Site& s) { return "easyconfigs-out/" + s.site.name; }
+
+// Output path of a file inside a stack's install dir.
+inline std::string stack_output_path(const Site& site, const Stack& s, const std::string& rel) {
+    return modules_root(site) + "/software/" + s.name + "/" + s.module_version() + "/" + rel;
+}
+
+// Output path of a stack's modulefile and of a module name's .modulerc.lua.
+inline std::string modulefile_output_path(const Site& site, const Stack& s) {
+    return modules_root(site) + "/modulefiles/" + s.name + "/" + s.module_version() + ".lua";
+}
+inline std::string modulerc_output_path(const Site& site, const std::string& name) {
+    return modules_root(site) + "/modulefiles/" + name + "/.modulerc.lua";
+}
 
 }  // namespace sitegen

@@ -4,8 +4,8 @@
 #include <regex>
 #include <set>
 
-#include "render/emit_modulefile.h"
-#include "render/emit_runscripts.h"
+#include "plan/module.h"
+#include "plan/runscripts.h"
 #include "text/quote.h"
 #include "site/schema.h"
 

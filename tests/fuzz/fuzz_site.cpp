@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!load_site_text(fs, "sites/fuzz/site.toml", text, site, diags)) return 0;
     check_site(site, site.site.name, diags);
     if (diags.has_errors()) return 0;
-    EmitOptions options;
+    PlanOptions options;
     options.prefix = site.site.install_prefix;
     OutputList files = emit_all(site, options);
     (void)files;

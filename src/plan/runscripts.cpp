@@ -1,22 +1,21 @@
-// emit: per stack, the rank wrapper, get-master and a Slurm or PBS batch script (plus the
+// plan: per stack, the rank wrapper, get-master and the scheduler's batch script (plus the
 // container helpers LUMI ships). Site values enter scripts only through bash_word /
 // bash_double_quoted, and batch directives refuse values that would break a line.
-#include "render/emit_runscripts.h"
+#include "plan/runscripts.h"
 
 #include <stdexcept>
 
 #include "node/hostlist.h"
-#include "plan/layout.h"
-#include "text/quote.h"
 #include "node/topology.h"
+#include "plan/paths.h"
+#include "plan/traits.h"
+#include "text/quote.h"
 
 namespace sitegen {
 
 namespace {
 
-std::string runtime_cmd(const Site& site) {
-    return site.container.runtime == ContainerRuntime::apptainer ? "apptainer" : "singularity";
-}
+std::string runtime_cmd(const Site& site) { return traits(site.container.runtime).command; }
 
 std::string lower(std::string s) {
     for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -247,32 +246,6 @@ std::string directive_problem(const std::string& value, bool resource) {
     return "";
 }
 
-// A [batch] value and the directive that carries it, e.g. "#SBATCH --partition=" + value.
-struct DirectiveField {
-    const char* key;
-    std::string Batch::*value;
-    const char* prefix;
-    bool resource;  // a PBS -l resource
-};
-
-const std::vector<DirectiveField>& directive_fields(Scheduler scheduler) {
-    static const std::vector<DirectiveField> slurm = {
-        {"partition", &Batch::partition, "#SBATCH --partition=", false},
-        {"account", &Batch::account, "#SBATCH --account=", false},
-        {"time", &Batch::time, "#SBATCH --time=", false},
-        {"mem", &Batch::mem, "#SBATCH --mem=", false},
-        {"output", &Batch::output, "#SBATCH --output=", false},
-    };
-    static const std::vector<DirectiveField> pbs = {
-        {"place", &Batch::place, "#PBS -l place=", true},
-        {"time", &Batch::time, "#PBS -l walltime=", true},
-        {"filesystems", &Batch::filesystems, "#PBS -l filesystems=", true},
-        {"partition", &Batch::partition, "#PBS -q ", false},
-        {"account", &Batch::account, "#PBS -A ", false},
-    };
-    return scheduler == Scheduler::slurm ? slurm : pbs;
-}
-
 std::string checked_directive(const std::string& prefix, const std::string& what, const std::string& value,
                               bool resource) {
     if (auto why = directive_problem(value, resource); !why.empty())
@@ -283,14 +256,14 @@ std::string checked_directive(const std::string& prefix, const std::string& what
 // The directives for the site's [batch] values (checks should have refused bad ones).
 std::string batch_value_directives(const Site& site) {
     std::string s;
-    for (const auto& f : directive_fields(site.site.scheduler)) {
+    for (const auto& f : traits(site.site.scheduler).directives) {
         const std::string& value = site.batch.*f.value;
         if (!value.empty()) s += checked_directive(f.prefix, std::string("batch.") + f.key, value, f.resource);
     }
     return s;
 }
 
-std::string module_lines(const Site& site, const Stack& stack, const EmitOptions& options) {
+std::string module_lines(const Site& site, const Stack& stack, const PlanOptions& options) {
     std::string s = "module use " + bash_word(modulepath_of(options.prefix)) + "\n";
     for (const auto& p : site.site.module_use)
         if (p != modulepath_of(options.prefix)) s += "module use " + bash_word(p) + "\n";
@@ -317,7 +290,7 @@ int cpus_per_task(const Site& site) {
     return 1;
 }
 
-std::string slurm_job(const Site& site, const Stack& stack, const EmitOptions& options,
+std::string slurm_job(const Site& site, const Stack& stack, const PlanOptions& options,
                       const std::string& wrapper) {
     const auto& b = site.batch;
     const int gpus = b.gpus_per_node > 0 ? b.gpus_per_node : site.hardware.devices_per_node;
@@ -348,7 +321,7 @@ std::string slurm_job(const Site& site, const Stack& stack, const EmitOptions& o
     return s;
 }
 
-std::string pbs_job(const Site& site, const Stack& stack, const EmitOptions& options,
+std::string pbs_job(const Site& site, const Stack& stack, const PlanOptions& options,
                     const std::string& wrapper) {
     const auto& b = site.batch;
     const int ppn = tasks_per_node(site);
@@ -444,12 +417,12 @@ std::string python_simple(const Stack& stack) {
 }  // namespace
 
 void check_runscript_values(const Site& site, Diagnostics& diags) {
-    for (const auto& f : directive_fields(site.site.scheduler)) {
+    for (const auto& f : traits(site.site.scheduler).directives) {
         const std::string& value = site.batch.*f.value;
         const std::string path = std::string("batch.") + f.key;
         if (auto why = directive_problem(value, f.resource); !why.empty())
             diags.error(site.where(path), "'" + path + "' cannot be written into a " +
-                                              (site.site.scheduler == Scheduler::slurm ? "#SBATCH" : "#PBS") +
+                                              traits(site.site.scheduler).directive +
                                               " directive: " + why);
     }
 }
@@ -458,19 +431,23 @@ std::string rank_wrapper_name(const Site& site, const Stack& stack) {
     return runs_in_container(site, stack) ? "conda-python-distributed" : "python-distributed";
 }
 
-OutputList emit_stack_runscripts(const Site& site, const Stack& stack, const EmitOptions& options) {
-    OutputList out;
+void plan_runscripts(const Site& site, const Stack& stack, const PlanOptions& options,
+                     std::vector<PlannedFile>& files) {
     auto add = [&](const std::string& rel, std::string text, bool exec) {
-        out.push_back({stack_output_path(site, stack, rel), std::move(text), exec});
+        files.push_back({rel, std::move(text), exec});
     };
     const std::string wrapper = rank_wrapper_name(site, stack);
-    if (site.site.scheduler == Scheduler::slurm) {
-        add("runscripts/" + wrapper, slurm_wrapper(site, stack, wrapper), true);
-        add("runscripts/get-master", get_master(stack), true);
-        add("runscripts/job.slurm", slurm_job(site, stack, options, wrapper), true);
-    } else {
-        add("runscripts/" + wrapper, pbs_wrapper(site, stack, wrapper), true);
-        add("runscripts/job.pbs", pbs_job(site, stack, options, wrapper), true);
+    const std::string job = std::string("runscripts/") + traits(site.site.scheduler).job_file;
+    switch (site.site.scheduler) {
+        case Scheduler::slurm:
+            add("runscripts/" + wrapper, slurm_wrapper(site, stack, wrapper), true);
+            add("runscripts/get-master", get_master(stack), true);
+            add(job, slurm_job(site, stack, options, wrapper), true);
+            break;
+        case Scheduler::pbs:
+            add("runscripts/" + wrapper, pbs_wrapper(site, stack, wrapper), true);
+            add(job, pbs_job(site, stack, options, wrapper), true);
+            break;
     }
     if (runs_in_container(site, stack)) {
         add("runscripts/init-conda-venv", init_conda_venv(stack), false);
@@ -479,16 +456,6 @@ OutputList emit_stack_runscripts(const Site& site, const Stack& stack, const Emi
         add("bin/make-squashfs", squashfs_script(stack, true), true);
         add("bin/unmake-squashfs", squashfs_script(stack, false), true);
     }
-    return out;
-}
-
-OutputList emit_runscripts(const Site& site, const EmitOptions& options) {
-    OutputList out;
-    for (const auto& stack : site.stacks) {
-        OutputList part = emit_stack_runscripts(site, stack, options);
-        out.insert(out.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
-    }
-    return out;
 }
 
 }  // namespace sitegen

@@ -1,17 +1,14 @@
-// Where things live: one place that decides install paths and output paths, shared by all
-// emitters so the modulefile, runscripts and easyconfig always agree.
+// Where things live on the site: one place that decides install paths, so the modulefile,
+// the runscripts and the easyconfig always agree.
 //
-// On the site, a stack is installed at <prefix>/software/<name>/<module_version>/ with
-// bin/ (commands users run: start-shell, extend-venv-activate, ...) and runscripts/ (rank
-// wrapper, get-master, batch templates); modulefiles at <prefix>/modulefiles/<name>/.
-// modules-out/<site>/ mirrors <prefix>/ exactly, so `cp -a modules-out/<site>/. <prefix>/`
-// deploys it, and tests use --prefix "$PWD/modules-out/<site>" to run it in place.
+// A stack is installed at <prefix>/software/<name>/<module_version>/ with bin/ (commands
+// users run: start-shell, extend-venv-activate, ...) and runscripts/ (rank wrapper,
+// get-master, batch scripts); modulefiles at <prefix>/modulefiles/<name>/.
 #pragma once
 
 #include <cctype>
 #include <string>
 
-#include "render/emit.h"
 #include "site/model.h"
 
 namespace sitegen {
@@ -19,19 +16,6 @@ namespace sitegen {
 // <prefix>/software/<name>/<module_version>
 inline std::string stack_install_dir(const std::string& prefix, const Stack& s) {
     return prefix + "/software/" + s.name + "/" + s.module_version();
-}
-
-// Output path (relative to --out-dir) of a file inside a stack's install dir.
-inline std::string stack_output_path(const Site& site, const Stack& s, const std::string& rel) {
-    return modules_root(site) + "/software/" + s.name + "/" + s.module_version() + "/" + rel;
-}
-
-// Output path of a stack's modulefile and of a module name's .modulerc.lua.
-inline std::string modulefile_output_path(const Site& site, const Stack& s) {
-    return modules_root(site) + "/modulefiles/" + s.name + "/" + s.module_version() + ".lua";
-}
-inline std::string modulerc_output_path(const Site& site, const std::string& name) {
-    return modules_root(site) + "/modulefiles/" + name + "/.modulerc.lua";
 }
 
 // "PyTorch" -> "PYTORCH", "Torch-Box" -> "TORCHBOX": the suffix of SIF<NAME>, RUNSCRIPTS<NAME>.

@@ -4,13 +4,25 @@
 
 #include <stdexcept>
 
-#include "render/emit_venv_extension.h"
+#include "plan/venv_extension.h"
+#include "render/emit.h"
 #include "site/load.h"
 #include "test_support.h"
 
 using namespace sitegen;
 
 namespace {
+
+// Every stack's planned extend-venv-activate, at its output path.
+OutputList emit_venv_extensions(const Site& site, const PlanOptions&) {
+    OutputList out;
+    for (const auto& stack : site.stacks) {
+        std::vector<PlannedFile> files;
+        plan_venv_extension(stack, files);
+        for (auto& f : files) out.push_back({stack_output_path(site, stack, f.rel), std::move(f.contents), f.executable});
+    }
+    return out;
+}
 
 Site one_stack_site(const std::string& name, const std::string& version, const std::string& python) {
     Site site;

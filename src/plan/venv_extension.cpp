@@ -1,11 +1,11 @@
-// emit: bin/extend-venv-activate for every stack with venv_extension = true: a script that
+// plan: bin/extend-venv-activate for every stack with venv_extension = true: a script that
 // makes a user's venv load the stack's module on activate and undo exactly that on
 // deactivate; idempotent, updatable, removable byte for byte, safe with any venv path.
-#include "render/emit_venv_extension.h"
+#include "plan/venv_extension.h"
 
 #include <stdexcept>
 
-#include "plan/layout.h"
+#include "plan/paths.h"
 #include "text/quote.h"
 
 namespace sitegen {
@@ -249,16 +249,8 @@ std::string script(const Stack& stack) {
 
 }  // namespace
 
-OutputList emit_stack_venv_extension(const Site& site, const Stack& stack, const EmitOptions&) {
-    if (!stack.venv_extension) return {};
-    return {{stack_output_path(site, stack, "bin/extend-venv-activate"), script(stack), true}};
-}
-
-OutputList emit_venv_extensions(const Site& site, const EmitOptions& options) {
-    OutputList out;
-    for (const auto& stack : site.stacks)
-        for (auto& f : emit_stack_venv_extension(site, stack, options)) out.push_back(std::move(f));
-    return out;
+void plan_venv_extension(const Stack& stack, std::vector<PlannedFile>& files) {
+    if (stack.venv_extension) files.push_back({"bin/extend-venv-activate", script(stack), true});
 }
 
 }  // namespace sitegen

@@ -6,12 +6,18 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "render/emit_modulefile.h"
+#include "plan/stack_plan.h"
+#include "render/lmod_lua.h"
 #include "lua/selfcheck.h"
 
 using namespace sitegen;
 
 namespace {
+
+// The site's modulefiles, rendered from its plan.
+OutputList emit_modulefiles(const Site& site, const PlanOptions& options) {
+    return render_lmod_lua(plan_site(site, options));
+}
 
 using Lines = std::vector<std::string>;
 
@@ -81,7 +87,7 @@ struct Evaluated {
 // Records the stack's modulefile in load and unload mode; `exists` answers isFile/isDir.
 Evaluated evaluate(const Site& site, const std::string& prefix, const std::function<bool(const std::string&)>& exists,
                    size_t stack = 0) {
-    const OutputList files = emit_modulefiles(site, EmitOptions{prefix});
+    const OutputList files = emit_modulefiles(site, PlanOptions{prefix});
     const std::string path = "modules-out/" + site.site.name + "/modulefiles/" + site.stacks[stack].name + "/" +
                              site.stacks[stack].module_version() + ".lua";
     const std::string& text = file_at(files, path).contents;
@@ -106,7 +112,7 @@ TEST_CASE("a modulefile per stack and a .modulerc.lua per name that has a defaul
     other.python = site.python;
     site.stacks.push_back(other);
 
-    const OutputList files = emit_modulefiles(site, EmitOptions{"/opt/t"});
+    const OutputList files = emit_modulefiles(site, PlanOptions{"/opt/t"});
     Lines paths;
     for (const auto& f : files) paths.push_back(f.path);
     CHECK(paths == Lines{"modules-out/t/modulefiles/pytorch/1.0-cpu.lua", "modules-out/t/modulefiles/pytorch/0.9-cpu.lua",
@@ -134,7 +140,7 @@ TEST_CASE("the system layout sets RUNSCRIPTS, PATH and the site's env, sorted; u
 
 TEST_CASE("the tree is relocatable: the prefix appears once, in `local root`", "[emit][modulefile]") {
     const Site site = container_site(ContainerRuntime::singularity);
-    const std::string text = emit_modulefiles(site, EmitOptions{"/some/where"})[0].contents;
+    const std::string text = emit_modulefiles(site, PlanOptions{"/some/where"})[0].contents;
     CHECK(text.find("local root = \"/some/where/software/Torch-Box/2.4.0-rocm\"\n") != std::string::npos);
     size_t count = 0;
     for (size_t at = text.find("/some/where"); at != std::string::npos; at = text.find("/some/where", at + 1)) ++count;
@@ -152,7 +158,7 @@ TEST_CASE("dependencies: family, conflicts, then site and stack base modules in 
     CHECK(e.load.families == Lines{"pytorch"});
     CHECK(e.load.conflicts == Lines{"tensorflow", "jax"});
     CHECK(e.unload.unloads == Lines{"LUMI/24.03", "partition/G", "rocm/6.0.3"});
-    const std::string text = emit_modulefiles(site, EmitOptions{"/p"})[0].contents;
+    const std::string text = emit_modulefiles(site, PlanOptions{"/p"})[0].contents;
     CHECK(text.find("family(\"pytorch\")\nconflict(\"tensorflow\")\nconflict(\"jax\")\n"
                     "depends_on(\"LUMI/24.03\")\ndepends_on(\"partition/G\")\ndepends_on(\"rocm/6.0.3\")\n") !=
           std::string::npos);
@@ -220,7 +226,7 @@ TEST_CASE("Apptainer sites get APPTAINER_BIND and APPTAINERENV_*, never SINGULAR
                          "APPTAINERENV_CONDA_DEFAULT_ENV", "APPTAINERENV_CONDA_EXE", "APPTAINERENV_CONDA_PREFIX",
                          "APPTAINERENV_PREPEND_PATH", "APPTAINERENV_VIRTUAL_ENV", "APPTAINERENV_WITH_CONDA_VENV",
                          "APPTAINERENV_WITH_VENV", "RUNSCRIPTS", "PATH"});
-    const std::string text = emit_modulefiles(site, EmitOptions{"/p"})[0].contents;
+    const std::string text = emit_modulefiles(site, PlanOptions{"/p"})[0].contents;
     CHECK(text.find("SINGULARITY") == std::string::npos);
     CHECK(text.find("singularity exec") == std::string::npos);
     CHECK(text.find("apptainer exec $SIF") != std::string::npos);
@@ -266,7 +272,7 @@ TEST_CASE("conda layouts: the env's bin, CONDA_PREFIX and CONDA_DEFAULT_ENV with
                                        "prepend_path PATH=/opt/fw/env/bin",
                                        "setenv RUNSCRIPTS=/soft/software/pytorch/1.0-cpu/runscripts",
                                        "prepend_path PATH=/soft/software/pytorch/1.0-cpu/bin"});
-        const std::string text = emit_modulefiles(site, EmitOptions{"/soft"})[0].contents;
+        const std::string text = emit_modulefiles(site, PlanOptions{"/soft"})[0].contents;
         CHECK(text.find("conda activate") == std::string::npos);
         CHECK(text.find("source_sh") == std::string::npos);
     }
@@ -303,7 +309,7 @@ TEST_CASE("hostile values stay data: exact bytes in whatis, help and every varia
     CHECK(set["SINGULARITYENV_WITH_VENV"] == "source '/v/$(id) '\\''q'\\''/bin/activate'");
     CHECK(set["EVIL"] == "a'b\"c\\d ]] $(id)");
     // Quoted strings, never long brackets, and printable ASCII (lua_string escapes the rest).
-    const std::string text = emit_modulefiles(site, EmitOptions{"/p"})[0].contents;
+    const std::string text = emit_modulefiles(site, PlanOptions{"/p"})[0].contents;
     CHECK(text.find("help(\"") != std::string::npos);
     CHECK(text.find("([[") == std::string::npos);
     CHECK(std::all_of(text.begin(), text.end(), [](char c) { return c == '\n' || (c >= 0x20 && c < 0x7f); }));
@@ -312,7 +318,7 @@ TEST_CASE("hostile values stay data: exact bytes in whatis, help and every varia
 TEST_CASE("a comment cannot be broken out of", "[emit][modulefile]") {
     Site site = system_site();
     site.site.name = "t\nos.exit(1)";  // refused by checks; the emitter still keeps it in the comment
-    const std::string text = emit_modulefiles(site, EmitOptions{"/p"})[0].contents;
+    const std::string text = emit_modulefiles(site, PlanOptions{"/p"})[0].contents;
     CHECK(text.find("\nos.exit(1)") == std::string::npos);
     CHECK(text.find("site t?os.exit(1): generated") != std::string::npos);
 }
@@ -321,13 +327,13 @@ TEST_CASE("the site's env may not replace what the module or Lmod manages", "[em
     for (const std::string name : {"PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "MODULEPATH", "RUNSCRIPTS", "LMOD_X"}) {
         Site site = system_site();
         site.stacks[0].env = {{name, "x"}};
-        CHECK_THROWS_WITH(emit_modulefiles(site, EmitOptions{"/p"}), Catch::Contains(name + " is managed by the module"));
+        CHECK_THROWS_WITH(emit_modulefiles(site, PlanOptions{"/p"}), Catch::Contains(name + " is managed by the module"));
     }
     Site site = container_site(ContainerRuntime::singularity);
     site.collectives.env = {{"SIF", "/other.sif"}};
-    CHECK_THROWS_AS(emit_modulefiles(site, EmitOptions{"/p"}), std::invalid_argument);
+    CHECK_THROWS_AS(emit_modulefiles(site, PlanOptions{"/p"}), std::invalid_argument);
     site.collectives.env = {{"1BAD", "x"}};
-    CHECK_THROWS_WITH(emit_modulefiles(site, EmitOptions{"/p"}), Catch::Contains("not a valid environment variable name"));
+    CHECK_THROWS_WITH(emit_modulefiles(site, PlanOptions{"/p"}), Catch::Contains("not a valid environment variable name"));
 }
 
 TEST_CASE("same site, same bytes; env order in the site file does not matter", "[emit][modulefile]") {
@@ -335,9 +341,9 @@ TEST_CASE("same site, same bytes; env order in the site file does not matter", "
     a.collectives.env = {{"NCCL_SOCKET_IFNAME", "hsn0"}, {"NCCL_NET_GDR_LEVEL", "3"}};
     Site b = a;
     std::reverse(b.collectives.env.begin(), b.collectives.env.end());
-    const OutputList first = emit_modulefiles(a, EmitOptions{"/p"});
-    const OutputList again = emit_modulefiles(a, EmitOptions{"/p"});
-    const OutputList reordered = emit_modulefiles(b, EmitOptions{"/p"});
+    const OutputList first = emit_modulefiles(a, PlanOptions{"/p"});
+    const OutputList again = emit_modulefiles(a, PlanOptions{"/p"});
+    const OutputList reordered = emit_modulefiles(b, PlanOptions{"/p"});
     REQUIRE(first.size() == again.size());
     for (size_t i = 0; i < first.size(); ++i) {
         CHECK(first[i].path == again[i].path);

@@ -6,12 +6,18 @@
 #include <string>
 #include <unistd.h>
 
-#include "render/emit_easyconfig.h"
+#include "plan/stack_plan.h"
+#include "render/easyconfig.h"
 #include "text/python_writer.h"
 
 using namespace sitegen;
 
 namespace {
+
+// The site's easyconfigs, rendered from its plan.
+OutputList emit_easyconfigs(const Site& site, const PlanOptions& options) {
+    return render_easyconfigs(plan_site(site, options));
+}
 
 Site one_stack_site(const std::string& name, const std::string& description) {
     Site site;

@@ -1,7 +1,9 @@
 // Runscripts for the seed sites: binding equal to the seeds, none of the seeds' bugs.
 #include <catch2/catch.hpp>
 
-#include "render/emit_runscripts.h"
+#include "plan/stack_plan.h"
+#include "plan/runscripts.h"
+#include "render/install_files.h"
 #include "site/load.h"
 #include "test_support.h"
 
@@ -10,6 +12,14 @@
 using namespace sitegen;
 
 namespace {
+
+// The scripts of every stack (the installed files but extend-venv-activate), as installed.
+OutputList emit_runscripts(const Site& site, const PlanOptions& options) {
+    OutputList out;
+    for (auto& f : render_install_files(plan_site(site, options)))
+        if (!f.path.ends_with("/bin/extend-venv-activate")) out.push_back(std::move(f));
+    return out;
+}
 
 using sitegen::test::load_seed_site;
 

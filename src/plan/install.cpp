@@ -1,0 +1,142 @@
+// plan: install steps per Python layout and the sanity checks. Container stacks copy the
+// image (LUMI's recipes) and create the venv in it; the others run their own steps, since
+// the layouts the module describes are not what EasyBuild's specialised easyblocks build
+// (see render/easyconfig.cpp).
+#include "plan/install.h"
+
+#include "plan/paths.h"
+#include "plan/traits.h"
+#include "text/quote.h"
+
+namespace sitegen {
+
+namespace {
+
+std::string parent_dir(const std::string& path) {
+    auto slash = path.rfind('/');
+    return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::vector<std::string> base_modules(const Site& site, const Stack& stack) {
+    std::vector<std::string> all = site.site.base_modules;
+    all.insert(all.end(), stack.base_modules.begin(), stack.base_modules.end());
+    return all;
+}
+
+// One `pip install` of some components: environment, options and requirements.
+struct PipInstall {
+    std::string env;      // NAME=value words before the command
+    std::string options;  // after --no-cache-dir
+    std::vector<std::string> requirements;
+};
+
+// The version of a base module NAME/VERSION, "" when the stack has none.
+std::string base_module_version(const Site& site, const Stack& stack, const std::string& name) {
+    for (const auto& m : base_modules(site, stack))
+        if (m.rfind(name + "/", 0) == 0) return m.substr(name.size() + 1);
+    return "";
+}
+
+// The components in install order, grouped the way the seeds install them: PyTorch's own
+// wheels first (on AMD from PyTorch's ROCm index for the stack's rocm module, as OLCF's
+// `--index-url https://download.pytorch.org/whl/rocm6.0`; PyPI's default wheels are CUDA
+// builds), then the rest from PyPI, then mpi4py built from source against Cray MPICH
+// with the PE's compiler wrapper when the stack sits on a Cray PE (PrgEnv-*), as OLCF's
+// `MPICC="cc -shared" pip install --no-binary=mpi4py`.
+std::vector<PipInstall> pip_installs(const Site& site, const Stack& stack) {
+    const std::string rocm = base_module_version(site, stack, "rocm");
+    const bool torch_index = site.hardware.gpu_vendor == GpuVendor::amd && !rocm.empty();
+    bool cray_pe = false;
+    for (const auto& m : base_modules(site, stack)) cray_pe = cray_pe || m.rfind("PrgEnv-", 0) == 0;
+    PipInstall torch{"", torch_index ? " --index-url " + bash_word("https://download.pytorch.org/whl/rocm" +
+                                                                   python_major_minor(rocm)) : "", {}};
+    PipInstall plain, mpi4py{"MPICC=" + bash_word("cc -shared") + " ", " --no-binary=mpi4py", {}};
+    for (const auto& [name, version] : stack.components) {
+        const std::string req = bash_word(version.empty() ? name : name + "==" + version);
+        if (torch_index && (name == "torch" || name == "torchvision" || name == "torchaudio"))
+            torch.requirements.push_back(req);
+        else if (cray_pe && name == "mpi4py")
+            mpi4py.requirements.push_back(req);
+        else
+            plain.requirements.push_back(req);
+    }
+    std::vector<PipInstall> out;
+    for (auto* group : {&torch, &plain, &mpi4py})
+        if (!group->requirements.empty()) out.push_back(std::move(*group));
+    return out;
+}
+
+// `pip install` commands: `before` + `python` + " -m pip install" + options.
+std::vector<ShellCommand> pip_commands(const Site& site, const Stack& stack, const ShellCommand& python,
+                                       const std::string& user_option) {
+    std::vector<ShellCommand> cmds;
+    for (const auto& pip : pip_installs(site, stack)) {
+        std::string reqs;
+        for (const auto& r : pip.requirements) reqs += " " + r;
+        ShellCommand cmd = {bash_text(pip.env)};
+        cmd.insert(cmd.end(), python.begin(), python.end());
+        cmd.push_back(bash_text(" -m pip install" + user_option + " --no-cache-dir" + pip.options + reqs));
+        cmds.push_back(std::move(cmd));
+    }
+    return cmds;
+}
+
+// The venv on top of the image's conda environment, created in <installdir>/user-software
+// (mounted at /user-software) by running python inside the image.
+std::vector<ShellCommand> container_venv_commands(const Site& site, const Stack& stack) {
+    const Python& py = stack.python;
+    const std::string inner = "source " + bash_word(py.conda_root + "/bin/activate") + " " + bash_word(py.conda_env) +
+                              " && mkdir -p " + bash_word(parent_dir(py.venv)) +
+                              " && python -m venv --system-site-packages " + bash_word(py.venv);
+    return {
+        shell({bash_text("mkdir -p "), install_path("user-software")}),
+        shell({bash_text(std::string(traits(site.container.runtime).command) + " exec --bind "),
+               install_path("user-software:/user-software"), bash_text(" "), install_path(""),
+               bash_text(bash_word(stack.image) + " bash -c " + bash_word(inner))}),
+    };
+}
+
+// Install steps that depend on the Python layout. The base modules are loaded by the
+// installer (dependencies), so `python` and `conda` are theirs.
+std::vector<ShellCommand> layout_steps(const Site& site, const Stack& stack) {
+    const Python& py = stack.python;
+    switch (py.layout) {
+        case PythonLayout::container_venv:
+            return container_venv_commands(site, stack);
+        case PythonLayout::userbase_venv:
+            // The site's python module (a dependency) installs under PYTHONUSERBASE.
+            return pip_commands(site, stack,
+                                {bash_text("PYTHONUSERBASE="), install_path("python/" + py.version), bash_text(" python")},
+                                " --user");
+        case PythonLayout::conda_env: {
+            if (!py.conda_env.empty()) return {};  // the site's own environment
+            std::vector<ShellCommand> cmds = {shell({bash_text("conda create --yes --prefix "), install_path("conda-env"),
+                                                     bash_text(" python=" + bash_word(python_major_minor(py.version)))})};
+            for (auto& c : pip_commands(site, stack, {install_path("conda-env/bin/python")}, "")) cmds.push_back(std::move(c));
+            return cmds;
+        }
+        case PythonLayout::frameworks_module:
+        case PythonLayout::system:
+            return {};  // the site provides Python and the packages
+    }
+    return {};
+}
+
+}  // namespace
+
+InstallPlan plan_install(const Site& site, const Stack& stack, const std::vector<PlannedFile>& files) {
+    InstallPlan plan;
+    if (runs_in_container(site, stack)) {
+        plan.method = InstallMethod::copy_image;
+        plan.image = stack.image;
+    }
+    plan.steps.push_back(shell({bash_text("mkdir -p "), install_path("bin"), bash_text(" "), install_path("runscripts")}));
+    for (auto& step : layout_steps(site, stack)) plan.steps.push_back(std::move(step));
+    // The image is not checked: users may delete the installed copy (the module then uses
+    // the site's), as LUMI's recipes note.
+    plan.sanity_dirs = {"runscripts"};
+    for (const auto& f : files) plan.sanity_commands.push_back(shell({bash_text("bash -n "), install_path(f.rel)}));
+    return plan;
+}
+
+}  // namespace sitegen

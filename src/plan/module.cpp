@@ -1,0 +1,269 @@
+// plan: a stack's module as operations. The order here is the order every renderer writes:
+// the container's variables (SIF, SIF<NAME>, CONTAINERROOT, RUNSCRIPTS<NAME>, the bind list,
+// the in-container variables sorted by name), the Python layout's, RUNSCRIPTS, PATH, then
+// the site's env sorted by name (which is also the order of "Variables this module sets").
+// EBROOT<NAME>/EBVERSION<NAME> are deliberately absent: they mean "installed by EasyBuild",
+// which EasyBuild's own module of the easyconfig says for itself; CONTAINERROOT is the root.
+#include "plan/module.h"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+#include "plan/paths.h"
+#include "plan/traits.h"
+#include "text/quote.h"
+
+namespace sitegen {
+
+namespace {
+
+// Collects operations and the variables they set.
+class ModuleBuilder {
+public:
+    explicit ModuleBuilder(ModulePlan& plan) : plan_(plan) {}
+
+    void comment(std::string text, ModuleSection section = ModuleSection::core) {
+        ModuleOp op{ModuleOp::Kind::comment, section};
+        op.text = std::move(text);
+        plan_.ops.push_back(std::move(op));
+    }
+    void set_local(std::string name, ModuleValue value) {
+        ModuleOp op{ModuleOp::Kind::set_local};
+        op.name = std::move(name);
+        op.value = std::move(value);
+        plan_.ops.push_back(std::move(op));
+    }
+    void find_image(std::string local, std::string file, std::string fallback_dir) {
+        ModuleOp op{ModuleOp::Kind::find_image};
+        op.name = std::move(local);
+        op.text = std::move(file);
+        op.fallback_dir = std::move(fallback_dir);
+        plan_.ops.push_back(std::move(op));
+    }
+    void append_first(std::string local, std::vector<ConditionalAppend> alternatives) {
+        ModuleOp op{ModuleOp::Kind::append_first};
+        op.name = std::move(local);
+        op.alternatives = std::move(alternatives);
+        plan_.ops.push_back(std::move(op));
+    }
+    void setenv(const std::string& name, ModuleValue value, ModuleSection section = ModuleSection::core) {
+        variable(ModuleOp::Kind::setenv, name, std::move(value), section);
+    }
+    void prepend_path(const std::string& name, ModuleValue value) {
+        variable(ModuleOp::Kind::prepend_path, name, std::move(value), ModuleSection::core);
+    }
+
+private:
+    void variable(ModuleOp::Kind kind, const std::string& name, ModuleValue value, ModuleSection section) {
+        ModuleOp op{kind, section};
+        op.name = name;
+        op.value = std::move(value);
+        plan_.ops.push_back(std::move(op));
+        // Listed once, where first set (PATH may be extended by the layout and again for bin/).
+        if (std::find(plan_.variables.begin(), plan_.variables.end(), name) == plan_.variables.end())
+            plan_.variables.push_back(name);
+    }
+
+    ModulePlan& plan_;
+};
+
+// The module's variables in one list: collectives first, stack values override them.
+EnvList module_env(const Site& site, const Stack& stack) {
+    std::map<std::string, std::string> merged;
+    for (const auto& [k, v] : site.collectives.env) merged[k] = v;
+    for (const auto& [k, v] : stack.env) merged[k] = v;
+    return EnvList(merged.begin(), merged.end());
+}
+
+void container_ops(ModuleBuilder& m, const Site& site, const Stack& stack) {
+    const std::string ident = stack_ident(stack.name);
+    const std::string rt = traits(site.container.runtime).env_prefix;
+    const Python& py = stack.python;
+    m.comment("The image: the installed copy, else the site's shared copy (as LUMI's create_container_vars).");
+    m.find_image("image", stack.image, site.container.image_dir);
+    for (const std::string& v : {std::string("SIF"), "SIF" + ident}) m.setenv(v, local_value("image"));
+    m.setenv("CONTAINERROOT", root_value());
+    m.setenv("RUNSCRIPTS" + ident, under_root({"runscripts"}));
+    // Binds: the site's, then runscripts, then /user-software as LUMI's create_container_vars
+    // does it: the packed squashfs if there is one, else the directory, else nothing (a bind
+    // whose source is missing stops the container from starting).
+    std::string site_binds;
+    for (const auto& b : site.container.binds) {
+        std::string entry = b.host;
+        if (b.container != b.host || !b.options.empty()) entry += ":" + b.container;
+        if (!b.options.empty()) entry += ":" + b.options;
+        site_binds += entry + ",";
+    }
+    ModuleValue binds = text_value(site_binds);
+    for (auto& piece : under_root({"runscripts"})) binds.push_back(std::move(piece));
+    binds.push_back({ValuePiece::Kind::text, ":/runscripts", {}});
+    m.set_local("binds", std::move(binds));
+    auto bind_of = [](const std::string& source, const std::string& suffix) {
+        ModuleValue v = text_value(",");
+        v.push_back(under_root({source}).front());
+        v.push_back({ValuePiece::Kind::text, suffix, {}});
+        return v;
+    };
+    m.append_first("binds", {{PathTest::is_file, under_root({"user-software.squashfs"}),
+                              bind_of("user-software.squashfs", ":/user-software:image-src=/")},
+                             {PathTest::is_dir, under_root({"user-software"}), bind_of("user-software", ":/user-software")}});
+    m.setenv(rt + "_BIND", local_value("binds"));
+    if (py.layout == PythonLayout::container_venv) {
+        const std::string env_prefix = py.conda_root + "/envs/" + py.conda_env;
+        const EnvList inside = {
+            {rt + "ENV_CONDA_DEFAULT_ENV", py.conda_env},
+            {rt + "ENV_CONDA_EXE", py.conda_root + "/bin/conda"},
+            {rt + "ENV_CONDA_PREFIX", env_prefix},
+            {rt + "ENV_PREPEND_PATH", "/runscripts:" + py.venv + "/bin:" + env_prefix + "/bin:" + py.conda_root + "/condabin"},
+            {rt + "ENV_VIRTUAL_ENV", py.venv},
+            {rt + "ENV_WITH_CONDA_VENV", "source /runscripts/init-conda-venv"},
+            // A command users run as `eval "$WITH_VENV"`: the path is one bash word.
+            {rt + "ENV_WITH_VENV", "source " + bash_word(py.venv + "/bin/activate")},
+        };
+        for (const auto& [k, v] : inside) m.setenv(k, text_value(v));
+    }
+}
+
+void python_ops(ModuleBuilder& m, const Stack& stack) {
+    const Python& py = stack.python;
+    switch (py.layout) {
+        case PythonLayout::userbase_venv:
+            // The seed's PIP_CACHE_DIR belongs to the install procedure, not to the module:
+            // users keep pip's own per-user cache rather than writing into the shared tree.
+            m.set_local("userbase", under_root({"python", py.version}));
+            m.setenv("PYTHONUSERBASE", local_value("userbase"));
+            m.prepend_path("PATH", under_local("userbase", {"bin"}));
+            m.prepend_path("PYTHONPATH", under_local("userbase", {"lib/python" + python_major_minor(py.version) + "/site-packages"}));
+            break;
+        case PythonLayout::conda_env:
+        case PythonLayout::frameworks_module:
+            m.comment("What activating the conda environment sets, without running conda's shell hooks.");
+            m.set_local("conda_env", py.conda_env.empty() ? under_root({"conda-env"}) : text_value(py.conda_env));
+            m.setenv("CONDA_PREFIX", local_value("conda_env"));
+            m.setenv("CONDA_DEFAULT_ENV", local_value("conda_env"));
+            m.prepend_path("PATH", under_local("conda_env", {"bin"}));
+            break;
+        case PythonLayout::container_venv:
+        case PythonLayout::system:
+            break;
+    }
+}
+
+// The variables the module computes before the site's env (the core).
+void core_ops(ModuleBuilder& m, const Site& site, const Stack& stack) {
+    if (site.container.enabled) container_ops(m, site, stack);
+    python_ops(m, stack);
+    m.setenv("RUNSCRIPTS", under_root({"runscripts"}));
+    m.prepend_path("PATH", under_root({"bin"}));
+}
+
+// Variables the site's env may not set: the ones the module computes itself, and path lists
+// and Lmod's own state, which a plain setenv would replace on load and unset on unload.
+const char* const kNeverSetenv[] = {"PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "MANPATH", "MODULEPATH",
+                                    "LOADEDMODULES", "_LMFILES_", "PYTHONUSERBASE", "VIRTUAL_ENV"};
+
+bool never_setenv(const std::string& name) {
+    return std::find(std::begin(kNeverSetenv), std::end(kNeverSetenv), name) != std::end(kNeverSetenv) ||
+           name.rfind("LMOD_", 0) == 0 || name.rfind("__LMOD", 0) == 0;
+}
+
+// Last line of defence (check_site reports these with their TOML location first).
+void refuse_module_owned(const EnvList& env, const std::vector<std::string>& owned) {
+    for (const auto& [name, value] : env) {
+        if (!is_valid_var_name(name)) throw std::invalid_argument("not a valid environment variable name: " + name);
+        if (never_setenv(name) || std::find(owned.begin(), owned.end(), name) != owned.end())
+            throw std::invalid_argument(name + " is managed by the module (or by Lmod); it cannot come from collectives.env or a stack's env");
+    }
+}
+
+// Commands the stack installs, by directory (bin, runscripts), for the help text.
+std::map<std::string, std::vector<std::string>> commands_by_dir(const std::vector<PlannedFile>& files) {
+    std::map<std::string, std::vector<std::string>> out;
+    for (const auto& f : files) {
+        auto slash = f.rel.find('/');
+        if (slash == std::string::npos) continue;
+        out[f.rel.substr(0, slash)].push_back(f.rel.substr(slash + 1));
+    }
+    for (auto& [dir, names] : out) std::sort(names.begin(), names.end());
+    return out;
+}
+
+std::string help_text(const Site& site, const Stack& stack, const std::vector<PlannedFile>& files,
+                      const std::vector<std::string>& variables) {
+    std::string h = stack.description + "\n\nHomepage: " + stack.homepage + "\n";
+    if (!stack.components.empty()) {
+        h += "\nComponents:\n";
+        for (const auto& [name, version] : stack.components) h += "  " + name + " " + version + "\n";
+    }
+    const auto commands = commands_by_dir(files);
+    if (auto it = commands.find("bin"); it != commands.end()) {
+        h += "\nCommands added to PATH:\n";
+        for (const auto& c : it->second) h += "  " + c + "\n";
+    }
+    if (auto it = commands.find("runscripts"); it != commands.end()) {
+        h += "\nScripts in $RUNSCRIPTS" + std::string(site.container.enabled ? " (/runscripts in the container)" : "") + ":\n";
+        for (const auto& c : it->second) h += "  " + c + "\n";
+    }
+    h += "\nVariables this module sets:\n";
+    for (const auto& v : variables) h += "  " + v + "\n";
+    if (site.container.enabled) {
+        h += "\nRun `" + std::string(traits(site.container.runtime).command) +
+             " exec $SIF <command>` (or start-shell). Inside the container the\n"
+             "conda environment and the venv in /user-software are already active. To add\n"
+             "packages, `pip install` inside the container: they land in\n"
+             "$CONTAINERROOT/user-software, mounted at /user-software when that directory\n"
+             "(or a packed user-software.squashfs) exists when the module is loaded.\n";
+    }
+    if (stack.python.layout == PythonLayout::userbase_venv)
+        h += "\nPYTHONUSERBASE points into the shared installation: do not `pip install --user`\n"
+             "with this module loaded; install into your own venv instead.\n";
+    if (stack.venv_extension)
+        h += "\nYour own venv: with this module loaded (so the venv uses its Python),\n"
+             "python3 -m venv --system-site-packages DIR, then extend-venv-activate DIR:\n"
+             "activating the venv then loads this module and deactivating unloads it.\n";
+    // module_use paths are only documented, never prepended to MODULEPATH here: users need
+    // them to find this module in the first place, and unloading a module that had
+    // prepended them would drop a path the user added themselves.
+    if (!site.site.module_use.empty()) {
+        h += "\nBefore loading:";
+        for (const auto& p : site.site.module_use) h += " module use " + p + ";";
+        h += "\n";
+    }
+    for (const auto& url : stack.docurls) h += "\nMore: " + url;
+    if (!stack.docurls.empty()) h += "\n";
+    return h;
+}
+
+}  // namespace
+
+bool module_owns_variable(const Site& site, const Stack& stack, const std::string& name) {
+    if (never_setenv(name)) return true;
+    ModulePlan scratch;
+    ModuleBuilder m(scratch);
+    core_ops(m, site, stack);
+    return std::find(scratch.variables.begin(), scratch.variables.end(), name) != scratch.variables.end();
+}
+
+ModulePlan plan_module(const Site& site, const Stack& stack, const PlanOptions& options,
+                       const std::vector<PlannedFile>& files) {
+    ModulePlan plan;
+    plan.install_dir = stack_install_dir(options.prefix, stack);
+    plan.description = stack.description;
+    plan.homepage = stack.homepage;
+    plan.keywords = stack.keywords;
+    plan.family = stack.family;
+    plan.conflicts = stack.conflicts;
+    plan.depends_on = site.site.base_modules;
+    plan.depends_on.insert(plan.depends_on.end(), stack.base_modules.begin(), stack.base_modules.end());
+    ModuleBuilder m(plan);
+    core_ops(m, site, stack);
+    const EnvList env = module_env(site, stack);
+    refuse_module_owned(env, plan.variables);
+    if (!env.empty()) m.comment("Collective, network and stack environment (one source: the site file).", ModuleSection::site_env);
+    for (const auto& [k, v] : env) m.setenv(k, text_value(v), ModuleSection::site_env);
+    plan.help = help_text(site, stack, files, plan.variables);
+    return plan;
+}
+
+}  // namespace sitegen

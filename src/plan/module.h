@@ -1,0 +1,22 @@
+// plan: the module of a stack as format-neutral operations (what Lmod Lua, Tcl and
+// EasyBuild's module all render), its help text and the variables it sets.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "plan/stack_plan.h"
+
+namespace sitegen {
+
+// The module of `stack`; `files` (the stack's planned files) feed the help's command lists.
+// Throws std::invalid_argument when the site's env names a variable the module owns (check
+// reports those at their TOML location first).
+ModulePlan plan_module(const Site& site, const Stack& stack, const PlanOptions& options,
+                       const std::vector<PlannedFile>& files);
+
+// True if the stack's module computes `name` itself (SIF, CONDA_PREFIX, ...) or it is a path
+// list or Lmod state that a plain setenv from the site's env would clobber.
+bool module_owns_variable(const Site& site, const Stack& stack, const std::string& name);
+
+}  // namespace sitegen

@@ -1,0 +1,142 @@
+// The plan of one stack, computed once from the resolved site: the module's operations as
+// data, the files the stack installs with their contents, the install steps and the sanity
+// checks. Every output format is a renderer of this plan (render/), none reads another's text.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "site/model.h"
+
+namespace sitegen {
+
+// Options that shape the plan (resolved from the CLI).
+struct PlanOptions {
+    std::string prefix;  // install prefix written into outputs (the site's unless --prefix)
+};
+
+// ---- the module -----------------------------------------------------------------------------
+
+// One piece of a value the module computes when it is loaded; a value is its pieces joined.
+struct ValuePiece {
+    enum class Kind {
+        text,         // `text` as it is
+        root,         // the stack's install dir
+        under_root,   // install dir / parts...
+        local,        // the module-local value `name`
+        under_local,  // local `name` / parts...
+    };
+    Kind kind = Kind::text;
+    std::string text;                // text: the literal; local, under_local: the local's name
+    std::vector<std::string> parts;  // under_root, under_local: path components
+};
+using ModuleValue = std::vector<ValuePiece>;
+
+ModuleValue text_value(std::string text);
+ModuleValue root_value();
+ModuleValue under_root(std::vector<std::string> parts);
+ModuleValue local_value(std::string name);
+ModuleValue under_local(std::string name, std::vector<std::string> parts);
+
+// An existence test a conditional operation makes when the module is loaded.
+enum class PathTest { is_file, is_dir };
+
+struct ConditionalAppend {
+    PathTest test;
+    ModuleValue path;      // what is tested
+    ModuleValue appended;  // what is appended to the local when the test holds
+};
+
+// Which part of the module an operation belongs to: the core the layout and runtime imply,
+// or the site's own environment ([collectives.env] and the stack's env, in name order).
+enum class ModuleSection { core, site_env };
+
+struct ModuleOp {
+    enum class Kind {
+        comment,        // text
+        set_local,      // local `name` = value
+        find_image,     // local `name` = the image `text` in the install dir, else in
+                        // `fallback_dir`; loading fails with a message when it is in neither
+        append_first,   // local `name` gets the `appended` of the first `alternatives` whose
+                        // test holds (nothing when none does)
+        setenv,         // variable `name` = value
+        prepend_path,   // value put first on the path list `name`
+    };
+    Kind kind = Kind::comment;
+    ModuleSection section = ModuleSection::core;
+    std::string name;
+    std::string text;          // comment text; find_image: the image file name
+    ModuleValue value;         // set_local, setenv, prepend_path
+    std::string fallback_dir;  // find_image
+    std::vector<ConditionalAppend> alternatives;  // append_first
+};
+
+struct ModulePlan {
+    std::string install_dir;  // absolute (with --prefix): what `root` is
+    std::string description, homepage;
+    std::vector<std::string> keywords;
+    std::string help;  // plain text
+    std::string family;
+    std::vector<std::string> conflicts;
+    std::vector<std::string> depends_on;  // the site's base modules, then the stack's
+    std::vector<ModuleOp> ops;            // in order
+    std::vector<std::string> variables;   // every variable the module sets, in the order set
+};
+
+// ---- files, install steps, sanity checks ---------------------------------------------------
+
+// A file the stack installs (rank wrapper, batch script, helpers, extend-venv-activate).
+struct PlannedFile {
+    std::string rel;  // path inside the install dir, e.g. runscripts/get-master
+    std::string contents;
+    bool executable = false;
+};
+
+// One piece of a shell command: bash source, or a path inside the install dir that each
+// renderer writes as its own double-quoted "<install dir>/<rel>".
+struct ShellPiece {
+    bool in_install_dir = false;
+    std::string text;  // bash source; or the path relative to the install dir ("" = the dir)
+};
+using ShellCommand = std::vector<ShellPiece>;
+
+ShellCommand shell(std::initializer_list<ShellPiece> pieces);
+ShellPiece bash_text(std::string source);
+ShellPiece install_path(std::string rel);
+
+enum class InstallMethod {
+    copy_image,  // the container image is the source, copied into the install dir
+    bundle,      // nothing to unpack: the steps below do the install
+};
+
+struct InstallPlan {
+    InstallMethod method = InstallMethod::bundle;
+    std::string image;                // copy_image: the image file name
+    std::vector<ShellCommand> steps;  // in order, before the files are written
+    std::vector<std::string> sanity_dirs;
+    std::vector<ShellCommand> sanity_commands;  // besides: every planned file exists
+};
+
+// ---- the plan ---------------------------------------------------------------------------------
+
+struct StackPlan {
+    const Stack* stack = nullptr;  // identity: name, version, suffix, moduleclass, docurls
+    ModulePlan module;
+    std::vector<PlannedFile> files;  // in install order
+    InstallPlan install;
+};
+
+struct SitePlan {
+    const Site* site = nullptr;
+    PlanOptions options;
+    std::vector<StackPlan> stacks;  // in site order
+};
+
+// The plan of one stack (counted: plans_computed()).
+StackPlan plan_stack(const Site& site, const Stack& stack, const PlanOptions& options);
+// Every stack's plan, each computed once.
+SitePlan plan_site(const Site& site, const PlanOptions& options);
+// How many stack plans this process has computed (tests: one per stack per build).
+size_t plans_computed();
+
+}  // namespace sitegen

@@ -1,0 +1,58 @@
+// Unit tests: a build computes each stack's plan once, and every renderer reads that plan.
+#include <catch2/catch.hpp>
+
+#include "pipeline.h"
+#include "plan/stack_plan.h"
+#include "render/renderers.h"
+#include "test_support.h"
+
+using namespace sitegen;
+
+TEST_CASE("a build plans each stack exactly once", "[plan]") {
+    for (const auto& name : test::seed_site_names()) {
+        INFO(name);
+        const Site site = test::load_seed_site(name);
+        const size_t before = plans_computed();
+        const OutputList outputs = emit_all(site, PlanOptions{site.site.install_prefix});
+        CHECK(plans_computed() - before == site.stacks.size());
+        CHECK(!outputs.empty());
+    }
+}
+
+TEST_CASE("a site of many stacks is planned once per stack for all renderers", "[plan]") {
+    Site site = test::load_seed_site("local");
+    const Stack first = site.stacks.front();
+    for (int i = 0; i < 40; ++i) {
+        Stack s = first;
+        s.version = "9." + std::to_string(i);
+        s.is_default = false;
+        site.stacks.push_back(s);
+    }
+    const size_t before = plans_computed();
+    emit_all(site, PlanOptions{"/opt/p"});
+    CHECK(plans_computed() - before == site.stacks.size());
+    CHECK(renderers().size() == 3);
+}
+
+TEST_CASE("the plan holds what every renderer needs", "[plan]") {
+    const Site lumi = test::load_seed_site("lumi");
+    const SitePlan plan = plan_site(lumi, PlanOptions{"/p"});
+    REQUIRE(plan.stacks.size() == lumi.stacks.size());
+    const StackPlan& p = plan.stacks.front();
+    CHECK(p.module.install_dir == "/p/software/PyTorch/" + lumi.stacks.front().module_version());
+    CHECK(p.module.depends_on == std::vector<std::string>{"LUMI/24.03"});
+    CHECK(p.install.method == InstallMethod::copy_image);
+    CHECK(p.install.image == lumi.stacks.front().image);
+    // The module's variables in the order it sets them, and the site env marked as such.
+    REQUIRE(p.module.variables.size() >= 4);
+    CHECK(p.module.variables[0] == "SIF");
+    CHECK(p.module.variables[1] == "SIFPYTORCH");
+    size_t site_env = 0;
+    for (const auto& op : p.module.ops)
+        if (op.section == ModuleSection::site_env && op.kind == ModuleOp::Kind::setenv) ++site_env;
+    CHECK(site_env == 2);  // NCCL_NET_GDR_LEVEL, NCCL_SOCKET_IFNAME
+    // Files: the rank wrapper first, in install order.
+    REQUIRE(!p.files.empty());
+    CHECK(p.files.front().rel == "runscripts/conda-python-distributed");
+    CHECK(p.install.sanity_commands.size() == p.files.size());
+}

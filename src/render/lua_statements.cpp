@@ -1,0 +1,107 @@
+// Lmod Lua statements for module operations (see lua_statements.h).
+#include "render/lua_statements.h"
+
+#include "text/quote.h"
+
+namespace sitegen {
+
+namespace {
+
+// pathJoin(base, "a", "b") as Lua source.
+std::string path_join(const std::string& base, const std::vector<std::string>& parts) {
+    std::string out = "pathJoin(" + base;
+    for (const auto& p : parts) out += ", " + lua_string(p);
+    return out + ")";
+}
+
+std::string lua_piece(const ValuePiece& piece) {
+    switch (piece.kind) {
+        case ValuePiece::Kind::text: return lua_string(piece.text);
+        case ValuePiece::Kind::root: return "root";
+        case ValuePiece::Kind::under_root: return path_join("root", piece.parts);
+        case ValuePiece::Kind::local: return piece.text;
+        case ValuePiece::Kind::under_local: return path_join(piece.text, piece.parts);
+    }
+    return "";
+}
+
+const char* lua_test(PathTest test) {
+    switch (test) {
+        case PathTest::is_file: return "isFile";
+        case PathTest::is_dir: return "isDir";
+    }
+    return "";
+}
+
+}  // namespace
+
+std::string lua_value(const ModuleValue& value) {
+    std::string out;
+    for (size_t i = 0; i < value.size(); ++i) out += (i ? " .. " : "") + lua_piece(value[i]);
+    return out;
+}
+
+void LuaStatements::comment(const std::string& text) {
+    std::string l = "-- ";
+    for (unsigned char c : text) l += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
+    line(l);
+}
+
+void LuaStatements::blank() { out_ += "\n"; }
+
+void LuaStatements::call(const std::string& fn, const std::vector<std::string>& lua_args) {
+    std::string l = fn + "(";
+    for (size_t i = 0; i < lua_args.size(); ++i) l += (i ? ", " : "") + lua_args[i];
+    line(l + ")");
+}
+
+void LuaStatements::local(const std::string& name, const std::string& lua_expr) {
+    line("local " + name + " = " + lua_expr);
+}
+
+void LuaStatements::op(const ModuleOp& op) {
+    switch (op.kind) {
+        case ModuleOp::Kind::comment:
+            comment(op.text);
+            return;
+        case ModuleOp::Kind::set_local:
+            local(op.name, lua_value(op.value));
+            return;
+        case ModuleOp::Kind::find_image: {
+            const std::string file = op.name + "_name", dir = lua_string(op.fallback_dir);
+            line("local " + file + " = " + lua_string(op.text));
+            line("local " + op.name + " = pathJoin(root, " + file + ")");
+            line("if not isFile(" + op.name + ") then " + op.name + " = pathJoin(" + dir + ", " + file + ") end");
+            line("if mode() == \"load\" and not isFile(" + op.name + ") then");
+            line("  LmodError(\"container image \" .. " + file + " .. \" not found in \" .. root .. \" nor in \" .. " + dir +
+                 " .. \"; reinstall the module or ask your support team\")");
+            line("end");
+            return;
+        }
+        case ModuleOp::Kind::append_first:
+            for (size_t i = 0; i < op.alternatives.size(); ++i) {
+                const ConditionalAppend& alt = op.alternatives[i];
+                line(std::string(i ? "elseif " : "if ") + lua_test(alt.test) + "(" + lua_value(alt.path) + ") then");
+                line("  " + op.name + " = " + op.name + " .. " + lua_value(alt.appended));
+            }
+            if (!op.alternatives.empty()) line("end");
+            return;
+        case ModuleOp::Kind::setenv:
+            call("setenv", {lua_string(op.name), lua_value(op.value)});
+            return;
+        case ModuleOp::Kind::prepend_path:
+            call("prepend_path", {lua_string(op.name), lua_value(op.value)});
+            return;
+    }
+}
+
+std::string lua_dependency_lines(const ModulePlan& module, bool with_depends_on) {
+    LuaStatements w;
+    if (!module.family.empty()) w.call("family", {lua_string(module.family)});
+    for (const auto& c : module.conflicts) w.call("conflict", {lua_string(c)});
+    if (with_depends_on)
+        for (const auto& m : module.depends_on) w.call("depends_on", {lua_string(m)});
+    return w.text();
+}
+
+}  // namespace sitegen
