@@ -86,11 +86,15 @@ std::string plural(size_t n, const char* word) {
 }  // namespace
 
 OutputList emit_all(const Site& site, const PlanOptions& options) {
-    const SitePlan plan = plan_site(site, options);  // each stack's plan, once
     OutputList all;
-    for (const Renderer& renderer : renderers()) {
-        OutputList part = renderer.render(plan);
-        all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+    // One stack at a time: its plan is computed once, rendered by every format, then
+    // dropped, so memory holds the outputs and a single plan, not every plan besides.
+    for (const Stack& stack : site.stacks) {
+        const SitePlan plan{&site, options, {plan_stack(site, stack, options)}};
+        for (const Renderer& renderer : renderers()) {
+            OutputList part = renderer.render(plan);
+            all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+        }
     }
     std::stable_sort(all.begin(), all.end(),
                      [](const OutputFile& a, const OutputFile& b) { return a.path < b.path; });

@@ -126,6 +126,8 @@ struct StackPlan {
     InstallPlan install;
 };
 
+// Plans of some of a site's stacks (all of them, or one at a time): renderers write exactly
+// the outputs of the stacks it holds, so a site can be rendered stack by stack.
 struct SitePlan {
     const Site* site = nullptr;
     PlanOptions options;
