@@ -93,11 +93,13 @@ std::optional<std::vector<std::string>> expand_hostlist(std::string_view expr, s
 
 std::string bash_first_host_function() {
     // Pattern expansions only, no per-character loop: a fixed number of steps per bracket
-    // group of the first item, plus one bracket-balance pass over the whole list.
+    // group of the first item, plus one bracket-balance pass over the whole list. Each
+    // step copies the rest of the list, so the host is capped at 255 bytes (a DNS name):
+    // that bounds the steps, and a list like "n[1]n[1]n[1]..." cannot make it quadratic.
     return R"BASH(# sitegen_first_host LIST: first host of a Slurm hostlist, in pure bash (no fork).
 # "nid[001-003,007],x" -> nid001; "rack[1-2]n[01-04]" -> rack1n01; padding is kept.
 # Checks the brackets of the whole list and the syntax of the first item; on malformed
-# input prints a message to stderr and returns 2.
+# input (or a first host longer than 255 bytes) prints a message to stderr and returns 2.
 sitegen_first_host() {
   # Bytes, not characters: host names are ASCII, and multibyte pattern matching is slow.
   local LC_ALL=C
@@ -110,6 +112,7 @@ sitegen_first_host() {
   while [[ -z $brackets ]]; do
     literal=${rest%%[\[\],]*}
     out+=$literal
+    ((${#out} <= 255)) || break
     rest=${rest#"$literal"}
     if [[ $rest != '['* ]]; then
       if [[ -n $out ]]; then
@@ -127,6 +130,7 @@ sitegen_first_host() {
     hi=${first#*-}
     ((10#$lo <= 10#$hi)) || break
     out+=$lo
+    ((${#out} <= 255)) || break
   done
   printf 'sitegen_first_host: malformed hostlist: %s\n' "$list" >&2
   return 2

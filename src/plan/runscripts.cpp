@@ -127,11 +127,20 @@ std::string master_port_line(const Collectives& c, const std::string& job, const
            std::to_string(span) + "))}\"\n";
 }
 
+// The sizes and ranks the launcher gave (all checked to be numbers by then): a world of
+// no ranks or a rank outside its world is a launch error, not a job to start.
+std::string rank_checks() {
+    return "((10#$WORLD_SIZE > 0 && 10#$LOCAL_WORLD_SIZE > 0)) || die \"no ranks: WORLD_SIZE=$WORLD_SIZE LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE\"\n"
+           "((10#$LOCAL_WORLD_SIZE <= 10#$WORLD_SIZE)) || die \"$LOCAL_WORLD_SIZE ranks on this node but $WORLD_SIZE in all\"\n"
+           "((10#$RANK < 10#$WORLD_SIZE)) || die \"rank $RANK is outside the world of $WORLD_SIZE ranks\"\n"
+           "((10#$LOCAL_RANK < 10#$LOCAL_WORLD_SIZE)) || die \"local rank $LOCAL_RANK is outside the $LOCAL_WORLD_SIZE ranks on this node\"\n";
+}
+
 // What every scheduler's wrapper does once ranks and master are known: port, device,
 // caches, collective env, affinity report, container activation, then exec the program.
 std::string rank_wrapper_tail(const Site& site, const Stack& stack, const std::string& job,
                               const std::string& step, const std::string& node) {
-    std::string s = master_port_line(site.collectives, job, step);
+    std::string s = rank_checks() + master_port_line(site.collectives, job, step);
     s += visibility_block(site);
     s += miopen_block(site, job, node);
     s += collective_exports(site);

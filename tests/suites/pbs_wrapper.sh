@@ -72,6 +72,10 @@ expect_error "no sizes" "python-distributed: ranks per node unknown (PALS_LOCAL_
 expect_error "unreadable nodefile" "python-distributed: cannot read PBS_NODEFILE /nonexistent" PBS_NODEFILE=/nonexistent
 expect_error "empty nodefile" "python-distributed: PBS_NODEFILE /dev/null is empty" PBS_NODEFILE=/dev/null
 expect_error "job id without a number" "python-distributed: PBS_JOBID does not start with a job number: abc.pbs" PBS_JOBID=abc.pbs
+expect_error "world of no ranks" "python-distributed: no ranks: WORLD_SIZE=0 LOCAL_WORLD_SIZE=12" PMI_SIZE=0
+expect_error "no ranks on the node" "python-distributed: no ranks: WORLD_SIZE=24 LOCAL_WORLD_SIZE=0" PMI_LOCAL_SIZE=0
+expect_error "rank beyond the world" "python-distributed: rank 24 is outside the world of 24 ranks" PALS_RANKID=24
+expect_error "local rank beyond the node" "python-distributed: local rank 12 is outside the 12 ranks on this node" PALS_LOCAL_RANKID=12
 
 # The job script itself, with stand-ins for module and mpiexec that print what they get.
 cat >"$SCRATCH/fakebin/module" <<'SH'

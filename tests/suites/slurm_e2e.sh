@@ -38,10 +38,11 @@ run_local() {  # run_local [VAR=value...]: the local wrapper (execs /usr/bin/pyt
 check_eq "fake env: rank 9 on node 2" \
   "RANK=9 WORLD_SIZE=12 LOCAL_RANK=1 LOCAL_WORLD_SIZE=3 MASTER_ADDR=nid005028 MASTER_PORT=29956 GLOO_SOCKET_IFNAME=lo" \
   "$(run_local)"
-# Node 3 is the ",1" entry; the step's nodelist is gone, so the job's first host is the master.
+# Node 3 is the ",1" entry (its one task is local rank 0); the step's nodelist is gone, so
+# the job's first host is the master.
 check_eq "fake env: node 3, job nodelist" \
-  "RANK=9 WORLD_SIZE=12 LOCAL_RANK=1 LOCAL_WORLD_SIZE=1 MASTER_ADDR=other1 MASTER_PORT=29956 GLOO_SOCKET_IFNAME=lo" \
-  "$(run_local SLURM_NODEID=3 SLURM_STEP_NODELIST=)"
+  "RANK=11 WORLD_SIZE=12 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=other1 MASTER_PORT=29956 GLOO_SOCKET_IFNAME=lo" \
+  "$(run_local SLURM_NODEID=3 SLURM_PROCID=11 SLURM_LOCALID=0 SLURM_STEP_NODELIST=)"
 # Step 1 of the same job: (456 + 1 * 618) % 1000 = 74.
 check_eq "fake env: step 1 port" "MASTER_PORT=29574" "$(run_local SLURM_STEP_ID=1 | grep -o 'MASTER_PORT=[0-9]*')"
 check_eq "fake env: the user's choices win" "MASTER_ADDR=h1 MASTER_PORT=31000 GLOO_SOCKET_IFNAME=eth7" \
@@ -72,6 +73,24 @@ expect_error "no nodelist" "python-distributed: neither SLURM_STEP_NODELIST nor 
   SLURM_STEP_NODELIST= SLURM_JOB_NODELIST=
 expect_error "malformed nodelist" "sitegen_first_host: malformed hostlist: nid[0
 python-distributed: cannot find the first host of nid[0" "SLURM_STEP_NODELIST=nid[0"
+# Sizes and ranks that cannot be: refused before anything runs.
+expect_error "zero tasks" "python-distributed: no ranks: WORLD_SIZE=0 LOCAL_WORLD_SIZE=3" SLURM_NTASKS=0 SLURM_PROCID=0
+expect_error "zero tasks on this node" "python-distributed: no ranks: WORLD_SIZE=12 LOCAL_WORLD_SIZE=0" \
+  "SLURM_STEP_TASKS_PER_NODE=4(x2),0,1"
+expect_error "more tasks on the node than in all" "python-distributed: 3 ranks on this node but 2 in all" \
+  SLURM_NTASKS=2 SLURM_PROCID=1
+expect_error "rank beyond the world" "python-distributed: rank 12 is outside the world of 12 ranks" SLURM_PROCID=12
+expect_error "local rank beyond the node" "python-distributed: local rank 3 is outside the 3 ranks on this node" SLURM_LOCALID=3
+# Nodelists at the environment's size limit (128 KiB per variable): 24,000 items give their
+# first host; 30,000 glued groups (one 60 KB host name) are refused, not expanded for seconds.
+listed="n[1]$(printf ',n[1]%.0s' $(seq 2 24000))"
+check_eq "120 KB nodelist of items" "MASTER_ADDR=n1" \
+  "$(run_local SLURM_STEP_NODELIST="$listed" | grep -o 'MASTER_ADDR=[^ ]*')"
+glued=$(printf 'n[1]%.0s' $(seq 1 30000))
+code=0
+msg=$(env -i PATH=/usr/bin:/bin "${fake_slurm[@]}" SLURM_STEP_NODELIST="$glued" timeout 60 bash "$local_w" -c 'print("ran")' 2>&1) || code=$?
+check_eq "120 KB glued nodelist: refused" "exit 2, malformed" \
+  "exit $code, $(grep -q '^sitegen_first_host: malformed hostlist: n\[1\]n\[1\]' <<<"$msg" && echo malformed)"
 
 # The AMD wrapper (LUMI) with a fake python: device visibility and the MIOpen cache.
 mkdir -p "$SCRATCH/fakebin"
