@@ -1,124 +1,92 @@
-// The site-file schema table and its Markdown rendering.
+// The site-file reference, walked out of the field tables, and its Markdown rendering.
 #include "site/schema.h"
 
 #include <sstream>
 
+#include "site/fields.h"
+
 namespace sitegen {
 
+namespace {
+
+template <typename E>
+std::string choice_list(std::span<const EnumName<E>> names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "`" : " | `") + std::string(n.name) + "`";
+    return out;
+}
+
+std::string choice_list(const std::vector<const char*>& names) {
+    std::string out;
+    for (const char* n : names) out += (out.empty() ? "`" : " | `") + std::string(n) + "`";
+    return out;
+}
+
+// The type column: what a value of this member looks like in TOML.
+template <typename T, typename V>
+std::string type_text(const Field<T>& row) {
+    if constexpr (std::is_enum_v<V>) return choice_list(enum_names<V>());
+    else if constexpr (std::is_same_v<V, std::string>) {
+        if (!row.choices.empty()) return choice_list(row.choices);
+        return row.absolute_path ? "string (absolute path)" : "string";
+    } else if constexpr (std::is_same_v<V, int>) return "integer";
+    else if constexpr (std::is_same_v<V, bool>) return "boolean";
+    else if constexpr (std::is_same_v<V, std::vector<std::string>> || std::is_same_v<V, CoreLists> ||
+                       std::is_same_v<V, ExtendsPaths>) return "array of strings";
+    else if constexpr (std::is_same_v<V, std::vector<int>>) return "array of integers";
+    else if constexpr (std::is_same_v<V, EnvList>) return "table of strings";
+    else if constexpr (FieldTable<V>) return "table";
+    else {
+        static_assert(is_table_array<V>::value, "every member type has a reference type");
+        return "array of tables";
+    }
+}
+
+template <typename T>
+void add_table(std::vector<TableSchema>& out, const std::string& path, const char* meaning);
+
+// The reference sections of the tables under one row, right after its own table.
+template <typename T, typename V>
+void add_tables_under(std::vector<TableSchema>& out, const std::string& path, const Field<T>& row) {
+    const std::string child = child_path(path, row.key);
+    if constexpr (FieldTable<V>) {
+        if (row.same_keys_as) {  // an override lists the keys without repeating their documentation
+            TableSchema table{child, row.section, false, {}};
+            for (const auto& key : fields_of<V>())
+                table.keys.push_back({key.key, std::string("see [") + row.same_keys_as + "]", "optional", ""});
+            out.push_back(std::move(table));
+        } else {
+            add_table<V>(out, child, row.section);
+        }
+    } else if constexpr (is_table_array<V>::value) {
+        add_table<typename V::value_type>(out, child + "[]", row.section);
+    } else if constexpr (std::is_same_v<V, EnvList>) {
+        out.push_back({child, row.section, true, {}});
+    }
+}
+
+template <typename T>
+void add_table(std::vector<TableSchema>& out, const std::string& path, const char* meaning) {
+    TableSchema table{path, meaning, false, {}};
+    for (const Field<T>& row : fields_of<T>())
+        std::visit([&](auto member) {
+            using V = member_value_t<decltype(member)>;
+            table.keys.push_back({row.key, type_text<T, V>(row), row.requirement, row.meaning});
+        }, row.member);
+    out.push_back(std::move(table));
+    for (const Field<T>& row : fields_of<T>())
+        std::visit([&](auto member) { add_tables_under<T, member_value_t<decltype(member)>>(out, path, row); },
+                   row.member);
+}
+
+}  // namespace
+
 const std::vector<TableSchema>& site_schema() {
-    static const std::vector<TableSchema> schema = {
-        {"", "Top level of `sites/<name>/site.toml` or of a shared fragment.", false, {
-            {"extends", "array of strings", "optional",
-             "Fragments applied before this file, paths relative to this file; later files override earlier ones key by key."},
-            {"site", "table", "required", "See [site]."},
-            {"hardware", "table", "required", "See [hardware]."},
-            {"binding", "table", "optional", "See [binding]."},
-            {"batch", "table", "optional", "See [batch]."},
-            {"collectives", "table", "required", "See [collectives]."},
-            {"container", "table", "optional", "See [container]."},
-            {"python", "table", "required", "See [python]."},
-            {"stacks", "array of tables", "required", "See [stacks[]]; at least one `[[stacks]]`."},
-        }},
-        {"site", "Identity of the site and how users reach the module tree.", false, {
-            {"name", "string", "required", "Site id; must equal the `sites/<name>/` directory."},
-            {"description", "string", "required", "One line shown in `sitegen list`."},
-            {"url", "string", "optional", "User documentation of the site."},
-            {"scheduler", "`slurm` | `pbs`", "required", "Batch system."},
-            {"launcher", "`srun` | `mpiexec`", "required", "Parallel launcher (srun for Slurm, mpiexec for PBS/PALS)."},
-            {"install_prefix", "string (absolute path)", "required", "Where stacks are installed (`<prefix>/software/<name>/<version>`); `--prefix` overrides it."},
-            {"module_system", "`lmod`", "default `lmod`", "Module system the modulefiles are written for."},
-            {"module_use", "array of strings", "optional", "Paths users `module use` before loading (Aurora: `/soft/modulefiles`)."},
-            {"base_modules", "array of strings", "optional", "Modules every stack depends on (e.g. `LUMI/24.03`, `rocm/6.0.0`)."},
-        }},
-        {"hardware", "A compute node as the scheduler sees it.", false, {
-            {"gpu_vendor", "`none` | `amd` | `nvidia` | `intel`", "required", "GPU vendor."},
-            {"gpu_model", "string", "optional", "GPU model, e.g. `MI250X`, `V100-SXM2-16GB`, `Max 1550`."},
-            {"devices_per_node", "integer", "required", "GPUs per node as the scheduler counts them (GCDs on MI250X, tiles on PVC); 0 on CPU-only nodes."},
-            {"cores_per_node", "integer", "required", "Physical cores per node."},
-            {"threads_per_core", "integer", "default 1", "Hardware threads per core."},
-            {"device_cores", "array of strings", "required if devices_per_node > 0", "For device i, the cores nearest to it as ranges (`\"48-55\"`, `\"0-3,8-11\"`)."},
-            {"reserved_cores", "array of integers", "optional", "Cores never bound to a rank (OS / low-noise cores)."},
-            {"nics", "array of strings", "optional", "High-speed network interfaces (`hsn0`...)."},
-            {"interconnect", "string", "optional", "Interconnect name, e.g. `slingshot-11`."},
-        }},
-        {"binding", "How ranks are pinned to cores, computed from `hardware.device_cores`.", false, {
-            {"style", "`none` | `mask` | `list`", "default `none`", "`mask`: Slurm `--cpu-bind=mask_cpu:`; `list`: PALS `mpiexec --cpu-bind list:`."},
-            {"cores_per_rank", "integer", "default 0", "Cores per rank taken from its device's domain (0 = all that are not reserved)."},
-            {"core_offset", "integer", "default 0", "Domain cores skipped before the rank's cores start."},
-            {"verbose", "boolean", "default false", "Prefix the PALS list with `verbose,`."},
-            {"affinity_env", "table of strings", "optional", "Variables listing one core per rank: `last` (last core of the rank) or `next` (the core after it), e.g. `HOROVOD_THREAD_AFFINITY = \"last\"`."},
-        }},
-        {"binding.affinity_env", "Affinity variables (name = `last` | `next`).", true, {}},
-        {"batch", "Defaults for the generated batch scripts.", false, {
-            {"nodes", "integer", "default 1", "Nodes requested."},
-            {"tasks_per_node", "integer", "default devices_per_node (1 without GPUs)", "Ranks per node."},
-            {"gpus_per_node", "integer", "default devices_per_node", "GPUs requested per node."},
-            {"cpus_per_task", "integer", "default from binding", "CPUs per rank."},
-            {"partition", "string", "optional", "Slurm partition or PBS queue."},
-            {"account", "string", "optional", "Account / project placeholder."},
-            {"time", "string", "default `00:10:00`", "Wall time."},
-            {"mem", "string", "optional", "Memory per node (Slurm `--mem`)."},
-            {"output", "string", "optional", "Slurm output file pattern."},
-            {"place", "string", "optional", "PBS `place=` value."},
-            {"filesystems", "string", "optional", "PBS `filesystems=` value."},
-        }},
-        {"collectives", "Collective library, its network plugin and environment.", false, {
-            {"library", "`nccl` | `rccl` | `oneccl` | `gloo`", "required", "Collective library torch.distributed uses."},
-            {"network_plugin", "string", "optional", "Network plugin, e.g. `aws-ofi-rccl`."},
-            {"visibility_var", "string", "optional", "Device-visibility variable the rank wrapper sets (`ROCR_VISIBLE_DEVICES`, `CUDA_VISIBLE_DEVICES`, `ZE_AFFINITY_MASK`)."},
-            {"master_port_base", "integer", "default 29500", "MASTER_PORT = base + job id mod span, unless MASTER_PORT is already set."},
-            {"master_port_span", "integer", "default 1000", "See master_port_base."},
-            {"env", "table of strings", "optional", "Variables every rank and the module export (NCCL_*, FI_CXI_*, CCL_*)."},
-        }},
-        {"collectives.env", "Collective environment (name = value).", true, {}},
-        {"container", "Container runtime and bind mounts (omit for bare-metal sites).", false, {
-            {"runtime", "`singularity` | `apptainer`", "required", "Container runtime; selects SINGULARITY_* or APPTAINER_* variables."},
-            {"image_dir", "string (absolute path)", "required", "Where the site keeps its images."},
-            {"binds", "array of tables", "optional", "Bind mounts, each `{ host = \"/opt/cray\", container = \"/opt/cray\", options = \"ro\" }`; `container` defaults to `host`."},
-        }},
-        {"container.binds[]", "One bind mount.", false, {
-            {"host", "string (absolute path)", "required", "Path on the host."},
-            {"container", "string (absolute path)", "default host", "Path inside the container."},
-            {"options", "`ro` | `rw`", "optional", "Mount options."},
-        }},
-        {"python", "Python layout of the stacks (each stack may override it).", false, {
-            {"layout", "`container-venv` | `conda-env` | `userbase-venv` | `frameworks-module` | `system`", "required", "How Python and the packages are provided."},
-            {"version", "string", "required", "Python version, `3.12` or `3.12.1`."},
-            {"interpreter", "string", "optional", "Interpreter path outside containers (e.g. `/usr/bin/python3`)."},
-            {"conda_root", "string", "optional", "Conda installation (inside the container for container-venv)."},
-            {"conda_env", "string", "optional", "Conda environment name or path."},
-            {"venv", "string", "optional", "Virtual environment path (container-venv: inside the container)."},
-        }},
-        {"stacks[]", "A module to publish (`[[stacks]]`).", false, {
-            {"name", "string", "required", "Module name, e.g. `PyTorch`."},
-            {"version", "string", "required", "Version, e.g. `2.3.1`."},
-            {"versionsuffix", "string", "optional", "Appended to the version in module and easyconfig names."},
-            {"description", "string", "required", "What the module provides (module help, easyconfig description)."},
-            {"homepage", "string", "required", "Project home page."},
-            {"keywords", "array of strings", "optional", "`whatis` keywords."},
-            {"docurls", "array of strings", "optional", "Further documentation."},
-            {"moduleclass", "string", "default `devel`", "EasyBuild module class."},
-            {"family", "string", "optional", "Lmod family (only one module of a family loaded at a time)."},
-            {"conflicts", "array of strings", "optional", "Modules that cannot be loaded together with this one."},
-            {"base_modules", "array of strings", "optional", "Modules this stack depends on, after the site's."},
-            {"default", "boolean", "default false", "Make this version the default (`.modulerc.lua`)."},
-            {"image", "string", "required on container sites", "Image file name in `container.image_dir`."},
-            {"venv_extension", "boolean", "default false", "Ship `extend-venv-activate` for user venvs."},
-            {"python", "table", "optional", "Overrides keys of `[python]` for this stack."},
-            {"components", "table of strings", "optional", "Packages and versions the stack contains (torch = \"2.3.1\")."},
-            {"env", "table of strings", "optional", "Extra variables the module sets."},
-        }},
-        {"stacks[].python", "Per-stack override of `[python]` (same keys).", false, {
-            {"layout", "see [python]", "optional", ""},
-            {"version", "see [python]", "optional", ""},
-            {"interpreter", "see [python]", "optional", ""},
-            {"conda_root", "see [python]", "optional", ""},
-            {"conda_env", "see [python]", "optional", ""},
-            {"venv", "see [python]", "optional", ""},
-        }},
-        {"stacks[].components", "Components (name = version).", true, {}},
-        {"stacks[].env", "Extra module variables (name = value).", true, {}},
-    };
+    static const std::vector<TableSchema> schema = [] {
+        std::vector<TableSchema> out;
+        add_table<Site>(out, "", kTopLevelSection);
+        return out;
+    }();
     return schema;
 }
 

@@ -1,5 +1,6 @@
-// The site-file schema as data: every table, key, type and meaning. The loader takes its
-// known-key lists (for did-you-mean) from here and `sitegen schema` prints docs/site-schema.md.
+// The site-file reference, derived from the field tables (fields.h): every table, key, type and
+// meaning. The loader takes its known-key lists (for did-you-mean) from here and `sitegen schema`
+// prints docs/site-schema.md.
 #pragma once
 
 #include <string>

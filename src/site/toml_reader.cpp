@@ -182,6 +182,17 @@ bool TomlReader::read_string_table(const std::string& key,
     return ok;
 }
 
+bool TomlReader::read_choice(const std::string& key, std::string& out, const std::vector<const char*>& choices) {
+    std::string text;
+    if (!read(key, text)) return false;
+    if (std::find_if(choices.begin(), choices.end(), [&](const char* c) { return text == c; }) != choices.end()) {
+        out = text;
+        return true;
+    }
+    bad_choice(key, text, {choices.begin(), choices.end()});
+    return false;
+}
+
 void TomlReader::bad_choice(const std::string& key, const std::string& value,
                             const std::vector<std::string>& choices) {
     std::string list;

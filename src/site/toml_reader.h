@@ -2,7 +2,6 @@
 // reports wrong types and unknown keys (with did-you-mean) instead of ignoring them.
 #pragma once
 
-#include <initializer_list>
 #include <map>
 #include <string>
 #include <utility>
@@ -11,6 +10,7 @@
 #include <toml++/toml.h>
 
 #include "site/diagnostics.h"
+#include "site/model.h"
 
 namespace sitegen {
 
@@ -35,18 +35,21 @@ public:
     bool read_string_table(const std::string& key, std::vector<std::pair<std::string, std::string>>& out,
                            bool names_are_env_vars);
 
+    // A string naming one of the enumeration's values (enum_names<E>()).
     template <typename E>
-    bool read_enum(const std::string& key, E& out, std::initializer_list<std::pair<const char*, E>> names) {
+    bool read_enum(const std::string& key, E& out) {
         std::string text;
         if (!read(key, text)) return false;
         std::vector<std::string> choices;
-        for (const auto& [n, v] : names) {
-            if (text == n) { out = v; return true; }
-            choices.push_back(n);
+        for (const auto& n : enum_names<E>()) {
+            if (text == n.name) { out = n.value; return true; }
+            choices.push_back(n.name);
         }
         bad_choice(key, text, choices);
         return false;
     }
+    // A string that must be one of `choices`.
+    bool read_choice(const std::string& key, std::string& out, const std::vector<const char*>& choices);
 
     // A sub-table (nullptr if absent or of the wrong type, which is reported).
     const toml::table* table(const std::string& key);
@@ -55,6 +58,7 @@ public:
     // Reports every key that no read/node/table call asked for.
     void report_unknown_keys();
 
+    const std::string& schema_path() const { return schema_path_; }
     const std::string& model_path() const { return model_path_; }
     std::string child(const std::string& key) const {
         return model_path_.empty() ? key : model_path_ + "." + key;

@@ -1,0 +1,228 @@
+// The field tables: every key of the site file, its member, bounds, choices and reference text.
+#include "site/fields.h"
+
+namespace sitegen {
+
+constexpr int kMaxCount = 1 << 20;  // nodes: far above any machine, yet catches a stray exponent
+
+const char* const kTopLevelSection = "Top level of `sites/<name>/site.toml` or of a shared fragment.";
+
+template <>
+const std::vector<Field<Site>>& fields_of() {
+    static const std::vector<Field<Site>> rows = {
+        {.key = "extends", .member = ExtendsPaths{},
+         .meaning = "Fragments applied before this file, paths relative to this file; later files override earlier ones key by key."},
+        {.key = "site", .member = &Site::site, .requirement = "required", .meaning = "See [site].",
+         .section = "Identity of the site and how users reach the module tree."},
+        {.key = "hardware", .member = &Site::hardware, .requirement = "required", .meaning = "See [hardware].",
+         .section = "A compute node as the scheduler sees it."},
+        {.key = "binding", .member = &Site::binding, .meaning = "See [binding].",
+         .section = "How ranks are pinned to cores, computed from `hardware.device_cores`."},
+        {.key = "batch", .member = &Site::batch, .meaning = "See [batch].",
+         .section = "Defaults for the generated batch scripts."},
+        {.key = "collectives", .member = &Site::collectives, .requirement = "required", .meaning = "See [collectives].",
+         .section = "Collective library, its network plugin and environment."},
+        {.key = "container", .member = &Site::container, .meaning = "See [container].",
+         .section = "Container runtime and bind mounts (omit for bare-metal sites)."},
+        {.key = "python", .member = &Site::python, .requirement = "required", .meaning = "See [python].",
+         .section = "Python layout of the stacks (each stack may override it)."},
+        {.key = "stacks", .member = &Site::stacks, .requirement = "required",
+         .meaning = "See [stacks[]]; at least one `[[stacks]]`.", .section = "A module to publish (`[[stacks]]`)."},
+    };
+    return rows;
+}
+
+template <>
+const std::vector<Field<SiteInfo>>& fields_of() {
+    static const std::vector<Field<SiteInfo>> rows = {
+        {.key = "name", .member = &SiteInfo::name, .requirement = "required",
+         .meaning = "Site id; must equal the `sites/<name>/` directory."},
+        {.key = "description", .member = &SiteInfo::description, .requirement = "required",
+         .meaning = "One line shown in `sitegen list`."},
+        {.key = "url", .member = &SiteInfo::url, .meaning = "User documentation of the site."},
+        {.key = "scheduler", .member = &SiteInfo::scheduler, .requirement = "required", .meaning = "Batch system."},
+        {.key = "launcher", .member = &SiteInfo::launcher, .requirement = "required",
+         .meaning = "Parallel launcher (srun for Slurm, mpiexec for PBS/PALS)."},
+        {.key = "install_prefix", .member = &SiteInfo::install_prefix, .absolute_path = true, .requirement = "required",
+         .meaning = "Where stacks are installed (`<prefix>/software/<name>/<version>`); `--prefix` overrides it."},
+        {.key = "module_system", .member = &SiteInfo::module_system, .choices = {"lmod"},
+         .requirement = "default `lmod`", .meaning = "Module system the modulefiles are written for."},
+        {.key = "module_use", .member = &SiteInfo::module_use,
+         .meaning = "Paths users `module use` before loading (Aurora: `/soft/modulefiles`)."},
+        {.key = "base_modules", .member = &SiteInfo::base_modules,
+         .meaning = "Modules every stack depends on (e.g. `LUMI/24.03`, `rocm/6.0.0`)."},
+    };
+    return rows;
+}
+
+template <>
+const std::vector<Field<Hardware>>& fields_of() {
+    static const std::vector<Field<Hardware>> rows = {
+        {.key = "gpu_vendor", .member = &Hardware::gpu_vendor, .requirement = "required", .meaning = "GPU vendor."},
+        {.key = "gpu_model", .member = &Hardware::gpu_model,
+         .meaning = "GPU model, e.g. `MI250X`, `V100-SXM2-16GB`, `Max 1550`."},
+        {.key = "devices_per_node", .member = &Hardware::devices_per_node, .min = 0, .max = 1024,
+         .requirement = "required",
+         .meaning = "GPUs per node as the scheduler counts them (GCDs on MI250X, tiles on PVC); 0 on CPU-only nodes."},
+        {.key = "cores_per_node", .member = &Hardware::cores_per_node, .min = 1, .max = 65536,
+         .requirement = "required", .meaning = "Physical cores per node."},
+        {.key = "threads_per_core", .member = &Hardware::threads_per_core, .min = 1, .max = 16,
+         .requirement = "default 1", .meaning = "Hardware threads per core."},
+        {.key = "device_cores", .member = &Hardware::device_cores, .requirement = "required if devices_per_node > 0",
+         .meaning = "For device i, the cores nearest to it as ranges (`\"48-55\"`, `\"0-3,8-11\"`)."},
+        {.key = "reserved_cores", .member = &Hardware::reserved_cores, .min = 0, .max = 65535,
+         .meaning = "Cores never bound to a rank (OS / low-noise cores)."},
+        {.key = "nics", .member = &Hardware::nics, .meaning = "High-speed network interfaces (`hsn0`...)."},
+        {.key = "interconnect", .member = &Hardware::interconnect, .meaning = "Interconnect name, e.g. `slingshot-11`."},
+    };
+    return rows;
+}
+
+template <>
+const std::vector<Field<Binding>>& fields_of() {
+    static const std::vector<Field<Binding>> rows = {
+        {.key = "style", .member = &Binding::style, .requirement = "default `none`",
+         .meaning = "`mask`: Slurm `--cpu-bind=mask_cpu:`; `list`: PALS `mpiexec --cpu-bind list:`."},
+        {.key = "cores_per_rank", .member = &Binding::cores_per_rank, .min = 0, .max = 65536, .requirement = "default 0",
+         .meaning = "Cores per rank taken from its device's domain (0 = all that are not reserved)."},
+        {.key = "core_offset", .member = &Binding::core_offset, .min = 0, .max = 65536, .requirement = "default 0",
+         .meaning = "Domain cores skipped before the rank's cores start."},
+        {.key = "verbose", .member = &Binding::verbose, .requirement = "default false",
+         .meaning = "Prefix the PALS list with `verbose,`."},
+        {.key = "affinity_env", .member = &Binding::affinity_env, .choices = {"last", "next"},
+         .meaning = "Variables listing one core per rank: `last` (last core of the rank) or `next` (the core after "
+                    "it), e.g. `HOROVOD_THREAD_AFFINITY = \"last\"`.",
+         .section = "Affinity variables (name = `last` | `next`)."},
+    };
+    return rows;
+}
+
+template <>
+const std::vector<Field<Batch>>& fields_of() {
+    static const std::vector<Field<Batch>> rows = {
+        {.key = "nodes", .member = &Batch::nodes, .min = 1, .max = kMaxCount, .requirement = "default 1",
+         .meaning = "Nodes requested."},
+        {.key = "tasks_per_node", .member = &Batch::tasks_per_node, .min = 1, .max = 4096,
+         .requirement = "default devices_per_node (1 without GPUs)", .meaning = "Ranks per node."},
+        {.key = "gpus_per_node", .member = &Batch::gpus_per_node, .min = 0, .max = 1024,
+         .requirement = "default devices_per_node", .meaning = "GPUs requested per node."},
+        {.key = "cpus_per_task", .member = &Batch::cpus_per_task, .min = 1, .max = 65536,
+         .requirement = "default from binding", .meaning = "CPUs per rank."},
+        {.key = "partition", .member = &Batch::partition, .meaning = "Slurm partition or PBS queue."},
+        {.key = "account", .member = &Batch::account, .meaning = "Account / project placeholder."},
+        {.key = "time", .member = &Batch::time, .requirement = "default `00:10:00`", .meaning = "Wall time."},
+        {.key = "mem", .member = &Batch::mem, .meaning = "Memory per node (Slurm `--mem`)."},
+        {.key = "output", .member = &Batch::output, .meaning = "Slurm output file pattern."},
+        {.key = "place", .member = &Batch::place, .meaning = "PBS `place=` value."},
+        {.key = "filesystems", .member = &Batch::filesystems, .meaning = "PBS `filesystems=` value."},
+    };
+    return rows;
+}
+
+template <>
+const std::vector<Field<Collectives>>& fields_of() {
+    static const std::vector<Field<Collectives>> rows = {
+        {.key = "library", .member = &Collectives::library, .requirement = "required",
+         .meaning = "Collective library torch.distributed uses."},
+        {.key = "network_plugin", .member = &Collectives::network_plugin,
+         .meaning = "Network plugin, e.g. `aws-ofi-rccl`."},
+        {.key = "visibility_var", .member = &Collectives::visibility_var,
+         .meaning = "Device-visibility variable the rank wrapper sets (`ROCR_VISIBLE_DEVICES`, "
+                    "`CUDA_VISIBLE_DEVICES`, `ZE_AFFINITY_MASK`)."},
+        {.key = "master_port_base", .member = &Collectives::master_port_base, .min = 1, .max = 65535,
+         .requirement = "default 29500",
+         .meaning = "MASTER_PORT = base + job id mod span, unless MASTER_PORT is already set."},
+        {.key = "master_port_span", .member = &Collectives::master_port_span, .min = 1, .max = 65535,
+         .requirement = "default 1000", .meaning = "See master_port_base."},
+        {.key = "env", .member = &Collectives::env,
+         .meaning = "Variables every rank and the module export (NCCL_*, FI_CXI_*, CCL_*).",
+         .section = "Collective environment (name = value)."},
+    };
+    return rows;
+}
+
+template <>
+const std::vector<Field<Container>>& fields_of() {
+    static const std::vector<Field<Container>> rows = {
+        {.key = "runtime", .member = &Container::runtime, .requirement = "required",
+         .meaning = "Container runtime; selects SINGULARITY_* or APPTAINER_* variables."},
+        {.key = "image_dir", .member = &Container::image_dir, .absolute_path = true, .requirement = "required",
+         .meaning = "Where the site keeps its images."},
+        {.key = "binds", .member = &Container::binds,
+         .meaning = "Bind mounts, each `{ host = \"/opt/cray\", container = \"/opt/cray\", options = \"ro\" }`; "
+                    "`container` defaults to `host`.",
+         .section = "One bind mount."},
+    };
+    return rows;
+}
+
+template <>
+const std::vector<Field<Bind>>& fields_of() {
+    static const std::vector<Field<Bind>> rows = {
+        {.key = "host", .member = &Bind::host, .absolute_path = true, .requirement = "required",
+         .meaning = "Path on the host."},
+        {.key = "container", .member = &Bind::container, .absolute_path = true, .requirement = "default host",
+         .meaning = "Path inside the container."},
+        {.key = "options", .member = &Bind::options, .choices = {"ro", "rw"}, .meaning = "Mount options."},
+    };
+    return rows;
+}
+
+template <>
+const std::vector<Field<Python>>& fields_of() {
+    static const std::vector<Field<Python>> rows = {
+        {.key = "layout", .member = &Python::layout, .requirement = "required",
+         .meaning = "How Python and the packages are provided."},
+        {.key = "version", .member = &Python::version, .requirement = "required",
+         .meaning = "Python version, `3.12` or `3.12.1`."},
+        {.key = "interpreter", .member = &Python::interpreter,
+         .meaning = "Interpreter path outside containers (e.g. `/usr/bin/python3`)."},
+        {.key = "conda_root", .member = &Python::conda_root,
+         .meaning = "Conda installation (inside the container for container-venv)."},
+        {.key = "conda_env", .member = &Python::conda_env, .meaning = "Conda environment name or path."},
+        {.key = "venv", .member = &Python::venv,
+         .meaning = "Virtual environment path (container-venv: inside the container)."},
+    };
+    return rows;
+}
+
+template <>
+const std::vector<Field<Stack>>& fields_of() {
+    static const std::vector<Field<Stack>> rows = {
+        {.key = "name", .member = &Stack::name, .requirement = "required", .meaning = "Module name, e.g. `PyTorch`."},
+        {.key = "version", .member = &Stack::version, .requirement = "required", .meaning = "Version, e.g. `2.3.1`."},
+        {.key = "versionsuffix", .member = &Stack::versionsuffix,
+         .meaning = "Appended to the version in module and easyconfig names."},
+        {.key = "description", .member = &Stack::description, .requirement = "required",
+         .meaning = "What the module provides (module help, easyconfig description)."},
+        {.key = "homepage", .member = &Stack::homepage, .requirement = "required", .meaning = "Project home page."},
+        {.key = "keywords", .member = &Stack::keywords, .meaning = "`whatis` keywords."},
+        {.key = "docurls", .member = &Stack::docurls, .meaning = "Further documentation."},
+        {.key = "moduleclass", .member = &Stack::moduleclass, .requirement = "default `devel`",
+         .meaning = "EasyBuild module class."},
+        {.key = "family", .member = &Stack::family,
+         .meaning = "Lmod family (only one module of a family loaded at a time)."},
+        {.key = "conflicts", .member = &Stack::conflicts,
+         .meaning = "Modules that cannot be loaded together with this one."},
+        {.key = "base_modules", .member = &Stack::base_modules,
+         .meaning = "Modules this stack depends on, after the site's."},
+        {.key = "default", .member = &Stack::is_default, .requirement = "default false",
+         .meaning = "Make this version the default (`.modulerc.lua`)."},
+        {.key = "image", .member = &Stack::image, .requirement = "required on container sites",
+         .meaning = "Image file name in `container.image_dir`."},
+        {.key = "venv_extension", .member = &Stack::venv_extension, .requirement = "default false",
+         .meaning = "Ship `extend-venv-activate` for user venvs."},
+        // Starts as the site's [python] (the loader copies it into each stack), key by key overridden.
+        {.key = "python", .member = &Stack::python, .same_keys_as = "python",
+         .meaning = "Overrides keys of `[python]` for this stack.",
+         .section = "Per-stack override of `[python]` (same keys)."},
+        {.key = "components", .member = &Stack::components, .key_names = KeyNames::free,
+         .meaning = "Packages and versions the stack contains (torch = \"2.3.1\").",
+         .section = "Components (name = version)."},
+        {.key = "env", .member = &Stack::env, .meaning = "Extra variables the module sets.",
+         .section = "Extra module variables (name = value)."},
+    };
+    return rows;
+}
+
+}  // namespace sitegen
