@@ -88,11 +88,14 @@ std::vector<ShellCommand> container_venv_commands(const Site& site, const Stack&
     const std::string inner = "source " + bash_word(py.conda_root + "/bin/activate") + " " + bash_word(py.conda_env) +
                               " && mkdir -p " + bash_word(parent_dir(py.venv)) +
                               " && python -m venv --system-site-packages " + bash_word(py.venv);
+    const RuntimeTraits& rt = traits(site.container.runtime);
+    const std::string exec = *rt.exec ? std::string(" ") + rt.exec : "";
+    const std::string before_program = *rt.before_program ? std::string(" ") + rt.before_program : "";
     return {
         shell({bash_text("mkdir -p "), install_path("user-software")}),
-        shell({bash_text(std::string(traits(site.container.runtime).command) + " exec --bind "),
+        shell({bash_text(std::string(rt.command) + exec + " " + rt.bind_flag + " "),
                install_path("user-software:/user-software"), bash_text(" "), install_path(""),
-               bash_text(bash_word(stack.image) + " bash -c " + bash_word(inner))}),
+               bash_text(bash_word(stack.image) + before_program + " bash -c " + bash_word(inner))}),
     };
 }
 
@@ -103,6 +106,8 @@ std::vector<ShellCommand> layout_steps(const Site& site, const Stack& stack) {
     switch (py.layout) {
         case PythonLayout::container_venv:
             return container_venv_commands(site, stack);
+        case PythonLayout::container_system:
+            return {};  // the image's own python and packages
         case PythonLayout::userbase_venv:
             // The site's python module (a dependency) installs under PYTHONUSERBASE.
             return pip_commands(site, stack,

@@ -76,9 +76,15 @@ EnvList module_env(const Site& site, const Stack& stack) {
     return EnvList(merged.begin(), merged.end());
 }
 
+// The variable holding the bind list: the runtime's own (SINGULARITY_BIND), else
+// CONTAINER_BINDS, which the generated scripts turn into the runtime's bind flags.
+std::string bind_variable(const RuntimeTraits& rt) {
+    return rt.env_prefix ? std::string(rt.env_prefix) + "_BIND" : "CONTAINER_BINDS";
+}
+
 void container_ops(ModuleBuilder& m, const Site& site, const Stack& stack) {
     const std::string ident = stack_ident(stack.name);
-    const std::string rt = traits(site.container.runtime).env_prefix;
+    const RuntimeTraits& runtime = traits(site.container.runtime);
     const Python& py = stack.python;
     m.comment("The image: the installed copy, else the site's shared copy (as LUMI's create_container_vars).");
     m.find_image("image", stack.image, site.container.image_dir);
@@ -105,11 +111,17 @@ void container_ops(ModuleBuilder& m, const Site& site, const Stack& stack) {
         v.push_back({ValuePiece::Kind::text, suffix, {}});
         return v;
     };
-    m.append_first("binds", {{PathTest::is_file, under_root({"user-software.squashfs"}),
-                              bind_of("user-software.squashfs", ":/user-software:image-src=/")},
-                             {PathTest::is_dir, under_root({"user-software"}), bind_of("user-software", ":/user-software")}});
-    m.setenv(rt + "_BIND", local_value("binds"));
-    if (py.layout == PythonLayout::container_venv) {
+    std::vector<ConditionalAppend> user_software;
+    if (runtime.squashfs_binds)
+        user_software.push_back({PathTest::is_file, under_root({"user-software.squashfs"}),
+                                 bind_of("user-software.squashfs", ":/user-software:image-src=/")});
+    user_software.push_back({PathTest::is_dir, under_root({"user-software"}), bind_of("user-software", ":/user-software")});
+    m.append_first("binds", std::move(user_software));
+    m.setenv(bind_variable(runtime), local_value("binds"));
+    // Runtimes that read no variables get the in-container environment from the rank
+    // wrapper instead (it sources /runscripts/init-conda-venv).
+    if (traits(py.layout).conda_venv && runtime.env_prefix) {
+        const std::string rt = runtime.env_prefix;
         const std::string env_prefix = py.conda_root + "/envs/" + py.conda_env;
         const EnvList inside = {
             {rt + "ENV_CONDA_DEFAULT_ENV", py.conda_env},
@@ -145,6 +157,7 @@ void python_ops(ModuleBuilder& m, const Stack& stack) {
             m.prepend_path("PATH", under_local("conda_env", {"bin"}));
             break;
         case PythonLayout::container_venv:
+        case PythonLayout::container_system:
         case PythonLayout::system:
             break;
     }
@@ -208,12 +221,18 @@ std::string help_text(const Site& site, const Stack& stack, const std::vector<Pl
     h += "\nVariables this module sets:\n";
     for (const auto& v : variables) h += "  " + v + "\n";
     if (site.container.enabled) {
-        h += "\nRun `" + std::string(traits(site.container.runtime).command) +
-             " exec $SIF <command>` (or start-shell). Inside the container the\n"
-             "conda environment and the venv in /user-software are already active. To add\n"
-             "packages, `pip install` inside the container: they land in\n"
-             "$CONTAINERROOT/user-software, mounted at /user-software when that directory\n"
-             "(or a packed user-software.squashfs) exists when the module is loaded.\n";
+        const RuntimeTraits& rt = traits(site.container.runtime);
+        if (rt.env_prefix && traits(stack.python.layout).conda_venv)
+            h += "\nRun `" + std::string(rt.command) +
+                 " exec $SIF <command>` (or start-shell). Inside the container the\n"
+                 "conda environment and the venv in /user-software are already active. To add\n"
+                 "packages, `pip install` inside the container: they land in\n"
+                 "$CONTAINERROOT/user-software, mounted at /user-software when that directory\n"
+                 "(or a packed user-software.squashfs) exists when the module is loaded.\n";
+        else
+            h += "\nRun start-shell (a shell in the container with this module's binds) or\n"
+                 "start-shell -c <command>. $CONTAINERROOT/user-software is mounted at\n"
+                 "/user-software when that directory exists when the module is loaded.\n";
     }
     if (stack.python.layout == PythonLayout::userbase_venv)
         h += "\nPYTHONUSERBASE points into the shared installation: do not `pip install --user`\n"

@@ -34,11 +34,6 @@ inline std::string python_major_minor(const std::string& version) {
     return second == std::string::npos ? version : version.substr(0, second);
 }
 
-// The stack's Python lives in the site's container image.
-inline bool runs_in_container(const Site& site, const Stack& stack) {
-    return site.container.enabled && stack.python.layout == PythonLayout::container_venv;
-}
-
 // The modulepath users `module use` for this site's tree.
 inline std::string modulepath_of(const std::string& prefix) { return prefix + "/modulefiles"; }
 

@@ -15,7 +15,32 @@ namespace sitegen {
 
 namespace {
 
-std::string runtime_cmd(const Site& site) { return traits(site.container.runtime).command; }
+// How a script starts `program` (bash words) in the stack's image: the setup lines, then the
+// command. Runtimes that read no bind variable get the module's CONTAINER_BINDS as flags.
+struct ContainerCommand {
+    std::string setup;
+    std::string command;
+};
+
+ContainerCommand container_command(const Site& site, const Stack& stack, const std::string& program) {
+    const RuntimeTraits& rt = traits(site.container.runtime);
+    ContainerCommand c;
+    c.command = rt.command;
+    if (*rt.exec) c.command += std::string(" ") + rt.exec;
+    if (const std::string flag = gpu_flag(site); !flag.empty()) c.command += " " + flag;
+    if (!rt.env_prefix) {
+        c.setup = std::string("# ") + rt.command + " reads no bind variable: the module's CONTAINER_BINDS become " +
+                  rt.bind_flag + " flags.\n"
+                  "bind_flags=()\n"
+                  "IFS=, read -ra container_binds <<<\"${CONTAINER_BINDS:-}\"\n"
+                  "for bind in \"${container_binds[@]}\"; do bind_flags+=(" + rt.bind_flag + " \"$bind\"); done\n";
+        c.command += " \"${bind_flags[@]}\"";
+    }
+    c.command += " \"$SIF" + stack_ident(stack.name) + "\"";
+    if (*rt.before_program) c.command += std::string(" ") + rt.before_program;
+    c.command += " " + program;
+    return c;
+}
 
 std::string lower(std::string s) {
     for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -25,7 +50,13 @@ std::string lower(std::string s) {
 // Python the wrapper execs: the interpreter the site names, else whatever the stack's
 // environment puts first on PATH.
 std::string python_command(const Stack& stack) {
-    return stack.python.interpreter.empty() ? "python" : bash_word(stack.python.interpreter);
+    if (!stack.python.interpreter.empty()) return bash_word(stack.python.interpreter);
+    return stack.python.layout == PythonLayout::container_system ? "python3" : "python";
+}
+
+// The stack activates a conda environment and venv inside its image (LUMI's layout).
+bool conda_venv_in_container(const Site& site, const Stack& stack) {
+    return runs_in_container(site, stack) && traits(stack.python.layout).conda_venv;
 }
 
 // `name` when it is a valid variable name; anything else would be bash code, not a name.
@@ -145,7 +176,7 @@ std::string rank_wrapper_tail(const Site& site, const Stack& stack, const std::s
     s += miopen_block(site, job, node);
     s += collective_exports(site);
     s += affinity_report(site);
-    if (runs_in_container(site, stack)) s += container_activation();
+    if (conda_venv_in_container(site, stack)) s += container_activation();
     return s + "exec " + python_command(stack) + " \"$@\"\n";
 }
 
@@ -322,10 +353,11 @@ std::string slurm_job(const Site& site, const Stack& stack, const PlanOptions& o
         s += "CPU_MASKS=" + bash_word(slurm_mask_list(*ranks)) + "\n";
         launch += " --cpu-bind=mask_cpu:\"$CPU_MASKS\"";
     }
-    if (runs_in_container(site, stack))
-        // SINGULARITY_BIND from the module mounts $RUNSCRIPTS at /runscripts.
-        s += launch + " " + runtime_cmd(site) + " exec \"$SIF" + stack_ident(stack.name) + "\" /runscripts/" + wrapper + " \"$@\"\n";
-    else
+    if (runs_in_container(site, stack)) {
+        // The module's bind list mounts $RUNSCRIPTS at /runscripts.
+        const ContainerCommand c = container_command(site, stack, "/runscripts/" + wrapper + " \"$@\"");
+        s += c.setup + launch + " " + c.command + "\n";
+    } else
         s += launch + " \"$RUNSCRIPTS/" + wrapper + "\" \"$@\"\n";
     return s;
 }
@@ -362,19 +394,24 @@ std::string pbs_job(const Site& site, const Stack& stack, const PlanOptions& opt
             s += "export " + var_name(var) + "=" + bash_word(affinity_list(*ranks, pick)) + "\n";
         bind = " --cpu-bind \"$CPU_BIND\"";
     }
-    s += "mpiexec -np \"$SITEGEN_NRANKS\" -ppn \"$SITEGEN_RANKS_PER_NODE\"" + bind + " \"$RUNSCRIPTS/" + wrapper +
-         "\" \"$@\"\n";
+    const std::string launch = "mpiexec -np \"$SITEGEN_NRANKS\" -ppn \"$SITEGEN_RANKS_PER_NODE\"" + bind;
+    if (runs_in_container(site, stack)) {
+        const ContainerCommand c = container_command(site, stack, "/runscripts/" + wrapper + " \"$@\"");
+        s += c.setup + launch + " " + c.command + "\n";
+    } else {
+        s += launch + " \"$RUNSCRIPTS/" + wrapper + "\" \"$@\"\n";
+    }
     return s;
 }
 
 // make-squashfs / unmake-squashfs (as LUMI's recipes ship them): pack the user-software
 // tree the module binds at /user-software into one SquashFS file (many small files are slow
 // on Lustre), or unpack it again to add packages. They find the stack from their own path.
-std::string squashfs_script(const Stack& stack, bool make) {
+std::string squashfs_script(const Site& site, const Stack& stack, bool make) {
     const std::string name = make ? "make-squashfs" : "unmake-squashfs";
     std::string s = header(name, stack, make ? "pack $CONTAINERROOT/user-software into user-software.squashfs,\n# which the module then mounts read-only at /user-software."
                                              : "unpack user-software.squashfs into $CONTAINERROOT/user-software\n# so that packages can be added again.");
-    s += "if [[ -e /.singularity.d || -n ${APPTAINER_CONTAINER:-} || -n ${SINGULARITY_CONTAINER:-} ]]; then\n"
+    s += std::string("if [[ ") + traits(site.container.runtime).inside_test + " ]]; then\n"
          "  echo '" + name + ": run this outside the container' >&2\n"
          "  exit 1\n"
          "fi\n"
@@ -398,12 +435,15 @@ std::string squashfs_script(const Stack& stack, bool make) {
 }
 
 std::string start_shell(const Site& site, const Stack& stack) {
-    std::string s = header("start-shell", stack, "a bash shell (or bash arguments, e.g. -c CMD) in the\n# container with the conda environment and venv active.");
-    s += "if [[ -e /.singularity.d || -n ${APPTAINER_CONTAINER:-} || -n ${SINGULARITY_CONTAINER:-} ]]; then\n"
+    std::string s = header("start-shell", stack, conda_venv_in_container(site, stack)
+                                                     ? "a bash shell (or bash arguments, e.g. -c CMD) in the\n# container with the conda environment and venv active."
+                                                     : "a bash shell (or bash arguments, e.g. -c CMD) in the\n# container with the module's binds.");
+    const ContainerCommand c = container_command(site, stack, "bash \"$@\"");
+    s += std::string("if [[ ") + traits(site.container.runtime).inside_test + " ]]; then\n"
          "  exec bash \"$@\"\n"
          "fi\n"
-         ": \"${SIF" + stack_ident(stack.name) + ":?load the " + stack.module_full_name() + " module first}\"\n"
-         "exec " + runtime_cmd(site) + " exec \"$SIF" + stack_ident(stack.name) + "\" bash \"$@\"\n";
+         ": \"${SIF" + stack_ident(stack.name) + ":?load the " + stack.module_full_name() + " module first}\"\n" +
+         c.setup + "exec " + c.command + "\n";
     return s;
 }
 
@@ -437,7 +477,7 @@ void check_runscript_values(const Site& site, Diagnostics& diags) {
 }
 
 std::string rank_wrapper_name(const Site& site, const Stack& stack) {
-    return runs_in_container(site, stack) ? "conda-python-distributed" : "python-distributed";
+    return conda_venv_in_container(site, stack) ? "conda-python-distributed" : "python-distributed";
 }
 
 void plan_runscripts(const Site& site, const Stack& stack, const PlanOptions& options,
@@ -458,12 +498,17 @@ void plan_runscripts(const Site& site, const Stack& stack, const PlanOptions& op
             add(job, pbs_job(site, stack, options, wrapper), true);
             break;
     }
-    if (runs_in_container(site, stack)) {
+    if (conda_venv_in_container(site, stack)) {
         add("runscripts/init-conda-venv", init_conda_venv(stack), false);
         add("runscripts/conda-python-simple", python_simple(stack), true);
+    }
+    if (runs_in_container(site, stack)) {
         add("bin/start-shell", start_shell(site, stack), true);
-        add("bin/make-squashfs", squashfs_script(stack, true), true);
-        add("bin/unmake-squashfs", squashfs_script(stack, false), true);
+        // Packing user-software only helps where the runtime mounts a SquashFS file.
+        if (traits(site.container.runtime).squashfs_binds) {
+            add("bin/make-squashfs", squashfs_script(site, stack, true), true);
+            add("bin/unmake-squashfs", squashfs_script(site, stack, false), true);
+        }
     }
 }
 

@@ -29,8 +29,23 @@ constexpr SchedulerTraits kPbs{Scheduler::pbs, "#PBS", "job.pbs", "qsub", kPbsDi
 constexpr LauncherTraits kSrun{Launcher::srun, "srun"};
 constexpr LauncherTraits kMpiexec{Launcher::mpiexec, "mpiexec"};
 
-constexpr RuntimeTraits kSingularity{ContainerRuntime::singularity, "singularity", "SINGULARITY"};
-constexpr RuntimeTraits kApptainer{ContainerRuntime::apptainer, "apptainer", "APPTAINER"};
+constexpr const char* kInsideSingularity =
+    "-e /.singularity.d || -n ${APPTAINER_CONTAINER:-} || -n ${SINGULARITY_CONTAINER:-}";
+constexpr RuntimeTraits kSingularity{ContainerRuntime::singularity, "singularity", "exec", "", "SINGULARITY",
+                                     "--bind", kInsideSingularity, true, true, "--nv", "--rocm"};
+constexpr RuntimeTraits kApptainer{ContainerRuntime::apptainer, "apptainer", "exec", "", "APPTAINER",
+                                   "--bind", kInsideSingularity, true, true, "--nv", "--rocm"};
+// ch-run IMAGE -- CMD: binds as -b flags (no options, no SquashFS-as-directory); GPU
+// libraries are injected into the image beforehand (ch-fromhost), there is no run flag.
+constexpr RuntimeTraits kCharliecloud{ContainerRuntime::charliecloud, "ch-run", "", "--", nullptr, "-b",
+                                      "-n ${CH_RUNNING:-}", false, false, nullptr, nullptr};
+
+constexpr LayoutTraits kContainerVenv{PythonLayout::container_venv, true, true};
+constexpr LayoutTraits kContainerSystem{PythonLayout::container_system, true, false};
+constexpr LayoutTraits kCondaEnv{PythonLayout::conda_env, false, false};
+constexpr LayoutTraits kUserbaseVenv{PythonLayout::userbase_venv, false, false};
+constexpr LayoutTraits kFrameworksModule{PythonLayout::frameworks_module, false, false};
+constexpr LayoutTraits kSystem{PythonLayout::system, false, false};
 
 }  // namespace
 
@@ -56,8 +71,38 @@ const RuntimeTraits& traits(ContainerRuntime r) {
     switch (r) {
         case ContainerRuntime::singularity: return kSingularity;
         case ContainerRuntime::apptainer: return kApptainer;
+        case ContainerRuntime::charliecloud: return kCharliecloud;
     }
     std::abort();
+}
+
+const LayoutTraits& traits(PythonLayout l) {
+    switch (l) {
+        case PythonLayout::container_venv: return kContainerVenv;
+        case PythonLayout::container_system: return kContainerSystem;
+        case PythonLayout::conda_env: return kCondaEnv;
+        case PythonLayout::userbase_venv: return kUserbaseVenv;
+        case PythonLayout::frameworks_module: return kFrameworksModule;
+        case PythonLayout::system: return kSystem;
+    }
+    std::abort();
+}
+
+bool runs_in_container(const Site& site, const Stack& stack) {
+    return site.container.enabled && traits(stack.python.layout).in_container;
+}
+
+std::string gpu_flag(const Site& site) {
+    if (!site.container.enabled || !site.container.gpu_flag) return "";
+    const RuntimeTraits& rt = traits(site.container.runtime);
+    const char* flag = nullptr;
+    switch (site.hardware.gpu_vendor) {
+        case GpuVendor::nvidia: flag = rt.nvidia_flag; break;
+        case GpuVendor::amd: flag = rt.amd_flag; break;
+        case GpuVendor::intel:
+        case GpuVendor::none: break;
+    }
+    return flag ? flag : "";
 }
 
 }  // namespace sitegen

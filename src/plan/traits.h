@@ -32,12 +32,36 @@ struct LauncherTraits {
 
 struct RuntimeTraits {
     ContainerRuntime runtime;
-    const char* command;     // the executable: `<command> exec IMAGE ...`
-    const char* env_prefix;  // <prefix>_BIND, <prefix>ENV_<NAME> pass values into the container
+    const char* command;  // the executable
+    const char* exec;     // words between the command (and its flags) and the image: "exec" or ""
+    const char* before_program;  // words between the image and the program: "" or "--"
+    // <prefix>_BIND and <prefix>ENV_<NAME> pass binds and values in; nullptr: the runtime reads
+    // no variables, so the module exports CONTAINER_BINDS and scripts pass `bind_flag` flags.
+    const char* env_prefix;
+    const char* bind_flag;     // one bind per flag: "--bind SRC:DST" / "-b SRC:DST"
+    const char* inside_test;   // bash test that is true inside a container of this runtime
+    bool squashfs_binds;       // can mount a SquashFS file as a directory (image-src=/)
+    bool bind_options;         // accepts :ro / :rw after a bind
+    const char* nvidia_flag;   // GPU flags per vendor (nullptr: none exists)
+    const char* amd_flag;
+};
+
+// What a Python layout implies for the rest of the plan.
+struct LayoutTraits {
+    PythonLayout layout;
+    bool in_container;  // python runs inside the site's image
+    bool conda_venv;    // a conda environment plus a venv (conda_root, conda_env, venv required)
 };
 
 const SchedulerTraits& traits(Scheduler);
 const LauncherTraits& traits(Launcher);
 const RuntimeTraits& traits(ContainerRuntime);
+const LayoutTraits& traits(PythonLayout);
+
+// The runtime's GPU flag for the site's vendor when [container] gpu_flag asks for one ("" if none).
+std::string gpu_flag(const Site& site);
+
+// The stack's Python lives in the site's container image.
+bool runs_in_container(const Site& site, const Stack& stack);
 
 }  // namespace sitegen

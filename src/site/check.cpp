@@ -6,6 +6,7 @@
 
 #include "plan/module.h"
 #include "plan/runscripts.h"
+#include "plan/traits.h"
 #include "text/quote.h"
 #include "site/schema.h"
 
@@ -58,6 +59,9 @@ struct Checker {
             }
     }
     void check_text_placement();
+    void check_runtime();
+    void check_literal_values();
+    std::string layout_path(size_t i) const;
 
     void run(const std::string& expected_name);
     void check_stack(size_t i);
@@ -125,6 +129,8 @@ void Checker::run(const std::string& expected_name) {
         require("python.version");
     }
     check_text_placement();
+    check_runtime();
+    check_literal_values();
     if (site.stacks.empty()) diags.error(site.where(""), "no [[stacks]] defined: a site publishes at least one stack");
     std::set<std::string> seen;
     std::map<std::string, size_t> default_of;
@@ -158,15 +164,104 @@ void Checker::check_stack(size_t i) {
     if (!std::regex_match(s.versionsuffix, kSuffix))
         diags.error(site.where(p + ".versionsuffix"),
                     "versionsuffix '" + s.versionsuffix + "' must start with '-', '_' or '.' and hold only letters, digits, '_', '.', '+', '-'");
-    if (site.container.enabled && s.python.layout == PythonLayout::container_venv && s.image.empty())
+    const LayoutTraits& layout = traits(s.python.layout);
+    const std::string layout_at = layout_path(i);
+    if (site.container.enabled && layout.in_container && s.image.empty())
         diags.error(site.where(p), "stack '" + s.name + "' runs in a container but has no 'image'");
     if (!site.container.enabled && !s.image.empty())
         diags.error(site.where(p + ".image"), "'image' is set but the site has no [container] table");
-    if (s.python.layout == PythonLayout::container_venv && !site.container.enabled)
-        diags.error(site.where(p + ".python.layout"),
-                    "python layout 'container-venv' needs a [container] table");
+    if (layout.in_container && !site.container.enabled)
+        diags.error(site.where(layout_at),
+                    "python layout '" + to_string(s.python.layout) + "' needs a [container] table");
+    // The module of a container site binds and names the image; a host layout would run the
+    // host's python in every job and never enter it.
+    if (site.container.enabled && !layout.in_container)
+        diags.error(site.where(layout_at),
+                    "stack '" + s.name + "' has the host layout '" + to_string(s.python.layout) +
+                        "' but the site runs its stacks in a [container]: its jobs would run the host's python "
+                        "and never enter the image",
+                    "use 'container-venv' or 'container-system', or remove [container]");
+    if (layout.in_container && layout.conda_venv) {
+        std::string missing;
+        for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"conda_root", s.python.conda_root},
+                                         {"conda_env", s.python.conda_env}, {"venv", s.python.venv}})
+            if (value.empty()) missing += std::string(missing.empty() ? "" : ", ") + key;
+        if (!missing.empty())
+            diags.error(site.where(layout_at),
+                        "python layout '" + to_string(s.python.layout) + "' activates a conda environment and a venv "
+                            "in the image, but " + missing + (missing.find(',') == std::string::npos ? " is" : " are") +
+                            " not set (in [python] or the stack's python)",
+                        "for an image without conda, use layout 'container-system' (the image's own python)");
+    }
     if (s.image.find('/') != std::string::npos)
         diags.error(site.where(p + ".image"), "'image' is a file name in container.image_dir, not a path");
+}
+
+// Where a stack's python layout was set: its own override, else the site's [python].
+std::string Checker::layout_path(size_t i) const {
+    const std::string own = "stacks." + std::to_string(i) + ".python.layout";
+    return present(own) ? own : "python.layout";
+}
+
+// The combinations of [container], [hardware] and [batch] that would produce outputs that
+// cannot work: refused (or warned about) at their TOML location.
+void Checker::check_runtime() {
+    const auto& c = site.container;
+    const auto& h = site.hardware;
+    if (c.enabled) {
+        const RuntimeTraits& rt = traits(c.runtime);
+        const std::string runtime = to_string(c.runtime);
+        const char* vendor_flag = h.gpu_vendor == GpuVendor::nvidia ? rt.nvidia_flag
+                                  : h.gpu_vendor == GpuVendor::amd  ? rt.amd_flag
+                                                                    : nullptr;
+        const std::string at = present("container.gpu_flag") ? "container.gpu_flag" : "container.runtime";
+        if (h.gpu_vendor == GpuVendor::nvidia && vendor_flag && !c.gpu_flag)
+            diags.error(site.where(at), "CUDA is invisible in containers that " + runtime + " runs without " + vendor_flag +
+                                            " (the host's driver libraries are not bound in)",
+                        "set gpu_flag = true in [container]");
+        if (c.gpu_flag && !vendor_flag)
+            diags.error(site.where(at), runtime + " has no GPU flag for gpu_vendor '" + to_string(h.gpu_vendor) + "'",
+                        c.runtime == ContainerRuntime::charliecloud
+                            ? "inject the host's GPU libraries into the image with ch-fromhost, and set gpu_flag = false"
+                            : "set gpu_flag = false");
+        if (h.gpu_vendor == GpuVendor::nvidia && !vendor_flag && !c.gpu_flag)
+            diags.warning(site.where("container.runtime"),
+                          runtime + " runs the image as it is: CUDA works only if the host's NVIDIA libraries were "
+                                    "injected into it (ch-fromhost --nvidia)");
+        if (!rt.bind_options)
+            for (size_t i = 0; i < c.binds.size(); ++i)
+                if (!c.binds[i].options.empty())
+                    diags.error(site.where("container.binds." + std::to_string(i) + ".options"),
+                                runtime + " takes no bind options ('" + c.binds[i].options + "'): " + rt.bind_flag +
+                                    " SRC:DST only");
+    }
+    // The wrapper gives each rank the device LOCAL_RANK: more ranks than devices would
+    // point ranks at devices that do not exist.
+    const int ranks = site.batch.tasks_per_node;
+    if (h.devices_per_node > 0 && ranks > h.devices_per_node && !site.collectives.visibility_var.empty())
+        diags.error(site.where("batch.tasks_per_node"),
+                    std::to_string(ranks) + " ranks per node but " + std::to_string(h.devices_per_node) +
+                        " devices: the rank wrapper narrows each rank to device LOCAL_RANK, so ranks " +
+                        std::to_string(h.devices_per_node) + " and above would have none",
+                    "one rank per device (tasks_per_node <= devices_per_node); devices shared by several ranks "
+                    "are not expressible yet");
+}
+
+// Values are written as they are: a module's setenv and the wrapper's exports never expand
+// $VAR, so "/scratch/$USER/hf" would reach the program literally.
+void Checker::check_literal_values() {
+    static const std::regex kShellVariable(R"(\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*))");
+    auto warn = [&](const std::string& path, const std::string& value) {
+        std::smatch m;
+        if (std::regex_search(value, m, kShellVariable))
+            diags.warning(site.where(path),
+                          "'" + m.str(0) + "' in '" + path + "' is written literally: modules and the rank wrapper do "
+                          "not expand variables in values",
+                          "write the value in full");
+    };
+    for (const auto& [name, value] : site.collectives.env) warn("collectives.env." + name, value);
+    for (size_t i = 0; i < site.stacks.size(); ++i)
+        for (const auto& [name, value] : site.stacks[i].env) warn("stacks." + std::to_string(i) + ".env." + name, value);
 }
 
 void Checker::check_text_placement() {

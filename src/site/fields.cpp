@@ -145,13 +145,19 @@ template <>
 const std::vector<Field<Container>>& fields_of() {
     static const std::vector<Field<Container>> rows = {
         {.key = "runtime", .member = &Container::runtime, .requirement = "required",
-         .meaning = "Container runtime; selects SINGULARITY_* or APPTAINER_* variables."},
+         .meaning = "Container runtime. singularity and apptainer read the module's SINGULARITY_* / APPTAINER_* "
+                    "variables (binds, in-container environment); charliecloud (`ch-run`) gets its binds as `-b` "
+                    "flags from the module's CONTAINER_BINDS and runs the image directory or SquashFS in SIF."},
         {.key = "image_dir", .member = &Container::image_dir, .absolute_path = true, .requirement = "required",
          .meaning = "Where the site keeps its images."},
         {.key = "binds", .member = &Container::binds,
          .meaning = "Bind mounts, each `{ host = \"/opt/cray\", container = \"/opt/cray\", options = \"ro\" }`; "
                     "`container` defaults to `host`.",
          .section = "One bind mount."},
+        {.key = "gpu_flag", .member = &Container::gpu_flag, .requirement = "default false",
+         .meaning = "Run the image with the runtime's GPU flag for `hardware.gpu_vendor` (`--nv` on NVIDIA, `--rocm` on "
+                    "AMD), which binds the host's driver libraries in. Required on NVIDIA (CUDA is invisible without it); "
+                    "AMD images that carry ROCm (LUMI's) need none."},
     };
     return rows;
 }
@@ -172,11 +178,14 @@ template <>
 const std::vector<Field<Python>>& fields_of() {
     static const std::vector<Field<Python>> rows = {
         {.key = "layout", .member = &Python::layout, .requirement = "required",
-         .meaning = "How Python and the packages are provided."},
+         .meaning = "How Python and the packages are provided. In the image: `container-venv` (a conda environment "
+                    "plus a venv in /user-software, as LUMI's), `container-system` (the image's own python: "
+                    "`interpreter`, default `python3`). On the host: `conda-env`, `userbase-venv` (pip --user over a "
+                    "python module), `frameworks-module` (the site's conda module), `system`."},
         {.key = "version", .member = &Python::version, .requirement = "required",
          .meaning = "Python version, `3.12` or `3.12.1`."},
         {.key = "interpreter", .member = &Python::interpreter,
-         .meaning = "Interpreter path outside containers (e.g. `/usr/bin/python3`)."},
+         .meaning = "Interpreter path (e.g. `/usr/bin/python3`); for container-system, the path inside the image."},
         {.key = "conda_root", .member = &Python::conda_root,
          .meaning = "Conda installation (inside the container for container-venv)."},
         {.key = "conda_env", .member = &Python::conda_env, .meaning = "Conda environment name or path."},

@@ -21,12 +21,14 @@ constexpr EnumName<CollectiveLib> kCollectiveLibs[] = {{CollectiveLib::nccl, "nc
                                                        {CollectiveLib::oneccl, "oneccl"},
                                                        {CollectiveLib::gloo, "gloo"}};
 constexpr EnumName<ContainerRuntime> kContainerRuntimes[] = {{ContainerRuntime::singularity, "singularity"},
-                                                             {ContainerRuntime::apptainer, "apptainer"}};
+                                                             {ContainerRuntime::apptainer, "apptainer"},
+                                                             {ContainerRuntime::charliecloud, "charliecloud"}};
 constexpr EnumName<PythonLayout> kPythonLayouts[] = {{PythonLayout::container_venv, "container-venv"},
                                                      {PythonLayout::conda_env, "conda-env"},
                                                      {PythonLayout::userbase_venv, "userbase-venv"},
                                                      {PythonLayout::frameworks_module, "frameworks-module"},
-                                                     {PythonLayout::system, "system"}};
+                                                     {PythonLayout::system, "system"},
+                                                     {PythonLayout::container_system, "container-system"}};
 constexpr EnumName<BindingStyle> kBindingStyles[] = {
     {BindingStyle::none, "none"}, {BindingStyle::mask, "mask"}, {BindingStyle::list, "list"}};
 

@@ -16,8 +16,8 @@ enum class Scheduler { slurm, pbs };
 enum class Launcher { srun, mpiexec };
 enum class GpuVendor { none, amd, nvidia, intel };
 enum class CollectiveLib { nccl, rccl, oneccl, gloo };
-enum class ContainerRuntime { singularity, apptainer };
-enum class PythonLayout { container_venv, conda_env, userbase_venv, frameworks_module, system };
+enum class ContainerRuntime { singularity, apptainer, charliecloud };
+enum class PythonLayout { container_venv, conda_env, userbase_venv, frameworks_module, system, container_system };
 enum class BindingStyle { none, mask, list };
 
 // One name table per enumeration, in declaration order (as Lua's ltm.h "ORDER TM"; model.cpp
@@ -120,6 +120,7 @@ struct Container {
     ContainerRuntime runtime = ContainerRuntime::singularity;
     std::string image_dir;   // where site images live (e.g. /appl/local/containers/sif-images)
     std::vector<Bind> binds;
+    bool gpu_flag = false;   // run with the runtime's GPU flag for the vendor (--nv, --rocm)
 };
 
 struct Python {
