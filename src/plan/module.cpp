@@ -34,11 +34,12 @@ public:
         op.value = std::move(value);
         plan_.ops.push_back(std::move(op));
     }
-    void find_image(std::string local, std::string file, std::string fallback_dir) {
+    void find_image(std::string local, std::string file, std::string fallback_dir, bool directory_ok) {
         ModuleOp op{ModuleOp::Kind::find_image};
         op.name = std::move(local);
         op.text = std::move(file);
         op.fallback_dir = std::move(fallback_dir);
+        op.directory_ok = directory_ok;
         plan_.ops.push_back(std::move(op));
     }
     void append_first(std::string local, std::vector<ConditionalAppend> alternatives) {
@@ -87,7 +88,7 @@ void container_ops(ModuleBuilder& m, const Site& site, const Stack& stack) {
     const RuntimeTraits& runtime = traits(site.container.runtime);
     const Python& py = stack.python;
     m.comment("The image: the installed copy, else the site's shared copy (as LUMI's create_container_vars).");
-    m.find_image("image", stack.image, site.container.image_dir);
+    m.find_image("image", stack.image, site.container.image_dir, runtime.image_directories);
     for (const std::string& v : {std::string("SIF"), "SIF" + ident}) m.setenv(v, local_value("image"));
     m.setenv("CONTAINERROOT", root_value());
     m.setenv("RUNSCRIPTS" + ident, under_root({"runscripts"}));

@@ -57,6 +57,7 @@ struct ModuleOp {
         set_local,      // local `name` = value
         find_image,     // local `name` = the image `text` in the install dir, else in
                         // `fallback_dir`; loading fails with a message when it is in neither
+                        // (a file, or also a directory when `directory_ok`)
         append_first,   // local `name` gets the `appended` of the first `alternatives` whose
                         // test holds (nothing when none does)
         setenv,         // variable `name` = value
@@ -68,6 +69,7 @@ struct ModuleOp {
     std::string text;          // comment text; find_image: the image file name
     ModuleValue value;         // set_local, setenv, prepend_path
     std::string fallback_dir;  // find_image
+    bool directory_ok = false;  // find_image: the image may be a directory (charliecloud)
     std::vector<ConditionalAppend> alternatives;  // append_first
 };
 

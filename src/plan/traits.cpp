@@ -32,13 +32,13 @@ constexpr LauncherTraits kMpiexec{Launcher::mpiexec, "mpiexec"};
 constexpr const char* kInsideSingularity =
     "-e /.singularity.d || -n ${APPTAINER_CONTAINER:-} || -n ${SINGULARITY_CONTAINER:-}";
 constexpr RuntimeTraits kSingularity{ContainerRuntime::singularity, "singularity", "exec", "", "SINGULARITY",
-                                     "--bind", kInsideSingularity, true, true, "--nv", "--rocm"};
+                                     "--bind", kInsideSingularity, false, true, true, "--nv", "--rocm"};
 constexpr RuntimeTraits kApptainer{ContainerRuntime::apptainer, "apptainer", "exec", "", "APPTAINER",
-                                   "--bind", kInsideSingularity, true, true, "--nv", "--rocm"};
+                                   "--bind", kInsideSingularity, false, true, true, "--nv", "--rocm"};
 // ch-run IMAGE -- CMD: binds as -b flags (no options, no SquashFS-as-directory); GPU
 // libraries are injected into the image beforehand (ch-fromhost), there is no run flag.
 constexpr RuntimeTraits kCharliecloud{ContainerRuntime::charliecloud, "ch-run", "", "--", nullptr, "-b",
-                                      "-n ${CH_RUNNING:-}", false, false, nullptr, nullptr};
+                                      "-n ${CH_RUNNING:-}", true, false, false, nullptr, nullptr};
 
 constexpr LayoutTraits kContainerVenv{PythonLayout::container_venv, true, true};
 constexpr LayoutTraits kContainerSystem{PythonLayout::container_system, true, false};

@@ -40,6 +40,7 @@ struct RuntimeTraits {
     const char* env_prefix;
     const char* bind_flag;     // one bind per flag: "--bind SRC:DST" / "-b SRC:DST"
     const char* inside_test;   // bash test that is true inside a container of this runtime
+    bool image_directories;    // runs an image that is a directory (not only an image file)
     bool squashfs_binds;       // can mount a SquashFS file as a directory (image-src=/)
     bool bind_options;         // accepts :ro / :rw after a bind
     const char* nvidia_flag;   // GPU flags per vendor (nullptr: none exists)

@@ -69,10 +69,12 @@ void LuaStatements::op(const ModuleOp& op) {
             return;
         case ModuleOp::Kind::find_image: {
             const std::string file = op.name + "_name", dir = lua_string(op.fallback_dir);
+            const std::string missing = "not isFile(" + op.name + ")" +
+                                        (op.directory_ok ? " and not isDir(" + op.name + ")" : std::string());
             line("local " + file + " = " + lua_string(op.text));
             line("local " + op.name + " = pathJoin(root, " + file + ")");
-            line("if not isFile(" + op.name + ") then " + op.name + " = pathJoin(" + dir + ", " + file + ") end");
-            line("if mode() == \"load\" and not isFile(" + op.name + ") then");
+            line("if " + missing + " then " + op.name + " = pathJoin(" + dir + ", " + file + ") end");
+            line("if mode() == \"load\" and " + missing + " then");
             line("  LmodError(\"container image \" .. " + file + " .. \" not found in \" .. root .. \" nor in \" .. " + dir +
                  " .. \"; reinstall the module or ask your support team\")");
             line("end");
