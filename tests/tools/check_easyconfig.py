@@ -85,7 +85,7 @@ def write_fakes(fake_dir):
                 'printf "\\n"; } >> "$SITEGEN_RECORD"\n')
     conda = recorder + ('while [ $# -gt 0 ]; do if [ "$1" = --prefix ]; then '
                         'mkdir -p "$2/bin" && cp "$0.python" "$2/bin/python"; fi; shift; done\n')
-    for tool, body in (("singularity", recorder), ("apptainer", recorder), ("python", recorder),
+    for tool, body in (("singularity", recorder), ("apptainer", recorder), ("ch-run", recorder), ("python", recorder),
                        ("conda", conda), ("conda.python", recorder)):
         path = os.path.join(fake_dir, tool)
         with open(path, "w") as f:

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Every accepted combination works: one site per combination of container runtime x
+# scheduler x python layout x GPU vendor x visibility x GPU flag, every pair of values at
+# least (tests/tools/pairwise.py). The suite's own model of the rules says which must be
+# refused; sitegen must agree, refuse at a file:line:col location, or else produce outputs
+# that load and unload in real Lmod, pass shellcheck and the easyconfig checker, and whose
+# rank wrapper gives the right rank, world and device under the scheduler's fake environment.
+set -euo pipefail
+sitegen=$(realpath "${1:?usage: combinations.sh SITEGEN}")
+root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/tools/common.sh
+source "$root/tests/tools/common.sh"
+# shellcheck source=tests/tools/lmod-lib.sh
+source "$root/tests/tools/lmod-lib.sh"
+need_tool python3 shellcheck
+
+# A fake python (and python3) that prints what a rank sees.
+fakebin=$SCRATCH/fakebin
+mkdir -p "$fakebin"
+cat >"$fakebin/python" <<'SH'
+#!/bin/bash
+# SITEGEN_TEST_VISIBILITY_VAR names the site's visibility variable ("" when it has none).
+device="<unset>"
+if [[ -n ${SITEGEN_TEST_VISIBILITY_VAR:-} ]]; then device=${!SITEGEN_TEST_VISIBILITY_VAR-<unset>}; fi
+printf 'RANK=%s LOCAL_RANK=%s WORLD_SIZE=%s LOCAL_WORLD_SIZE=%s DEVICE=%s\n' "$RANK" "$LOCAL_RANK" "$WORLD_SIZE" \
+  "$LOCAL_WORLD_SIZE" "$device"
+SH
+cp "$fakebin/python" "$fakebin/python3"
+chmod +x "$fakebin/python" "$fakebin/python3"
+
+# expected_refusal RUNTIME LAYOUT VENDOR GPU_FLAG: why this combination cannot work (the
+# rules as the issue states them, written independently of sitegen), or nothing.
+expected_refusal() {
+  local runtime=$1 layout=$2 vendor=$3 gpu_flag=$4 in_container=0
+  [[ $layout == container-* ]] && in_container=1
+  if [[ $runtime == none && $in_container == 1 ]]; then echo "container layout without a container"; return; fi
+  if [[ $runtime != none && $in_container == 0 ]]; then echo "host layout on a container site"; return; fi
+  if [[ $runtime == none ]]; then return; fi
+  if [[ $gpu_flag == true && ($runtime == charliecloud || $vendor == none || $vendor == intel) ]]; then
+    echo "no GPU flag for this runtime and vendor"
+    return
+  fi
+  if [[ $vendor == nvidia && $runtime != charliecloud && $gpu_flag == false ]]; then echo "CUDA without --nv"; fi
+}
+
+# write_site DIR NAME RUNTIME SCHEDULER LAYOUT VENDOR VISIBILITY GPU_FLAG
+write_site() {
+  local dir=$1 name=$2 runtime=$3 scheduler=$4 layout=$5 vendor=$6 visibility=$7 gpu_flag=$8
+  local launcher=srun devices=2 lib var style=mask
+  [[ $scheduler == pbs ]] && launcher=mpiexec style=list
+  case $vendor in
+    none) devices=0 lib=gloo var="" style=none ;;
+    amd) lib=rccl var=ROCR_VISIBLE_DEVICES ;;
+    nvidia) lib=nccl var=CUDA_VISIBLE_DEVICES ;;
+    intel) lib=oneccl var=ZE_AFFINITY_MASK ;;
+  esac
+  [[ $visibility == all ]] && var=""
+  mkdir -p "$dir/$name"
+  {
+    printf '[site]\nname = "%s"\ndescription = "combination"\nscheduler = "%s"\nlauncher = "%s"\n' "$name" "$scheduler" "$launcher"
+    printf 'install_prefix = "/opt/combo"\n\n'
+    printf '[hardware]\ngpu_vendor = "%s"\ndevices_per_node = %s\ncores_per_node = 8\n' "$vendor" "$devices"
+    [[ $devices -gt 0 ]] && printf 'device_cores = ["0-3", "4-7"]\n'
+    printf '\n[binding]\nstyle = "%s"\n\n[batch]\ntasks_per_node = 2\n\n' "$style"
+    printf '[collectives]\nlibrary = "%s"\n' "$lib"
+    [[ -n $var ]] && printf 'visibility_var = "%s"\n' "$var"
+    if [[ $runtime != none ]]; then
+      printf '\n[container]\nruntime = "%s"\nimage_dir = "/images"\ngpu_flag = %s\nbinds = [{ host = "/scratch" }]\n' \
+        "$runtime" "$gpu_flag"
+    fi
+    printf '\n[python]\nlayout = "%s"\nversion = "3.11"\n' "$layout"
+    if [[ $layout == container-venv ]]; then
+      printf 'conda_root = "/opt/conda"\nconda_env = "torch"\nvenv = "/user-software/venv/torch"\n'
+    fi
+    printf '\n[[stacks]]\nname = "torch"\nversion = "2.4.0"\ndescription = "combination stack"\n'
+    printf 'homepage = "https://pytorch.org/"\nvenv_extension = true\n'
+    [[ $runtime != none ]] && printf 'image = "torch.sif"\n'
+    printf '\n[stacks.components]\ntorch = "2.4.0"\n'
+  } >"$dir/$name/site.toml"
+  echo "$var"
+}
+
+# wrapper_output SCHEDULER WRAPPER VAR: rank 1 of 2 on one node, through the fake python.
+wrapper_output() {
+  local scheduler=$1 wrapper=$2 var=$3 nodefile=$SCRATCH/nodefile
+  echo node1 >"$nodefile"
+  local env_vars=(PATH="$fakebin:/usr/bin:/bin" SITEGEN_TEST_VISIBILITY_VAR="$var")
+  case $scheduler in
+    slurm) env_vars+=(SLURM_JOB_ID=77 SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_LOCALID=1 SLURM_NODEID=0
+      SLURM_STEP_TASKS_PER_NODE=2 SLURM_STEP_NODELIST=node1) ;;
+    pbs) env_vars+=(PBS_JOBID=77.pbs PBS_NODEFILE="$nodefile" PALS_RANKID=1 PALS_LOCAL_RANKID=1 PMI_SIZE=2
+      PMI_LOCAL_SIZE=2) ;;
+  esac
+  env -i "${env_vars[@]}" bash "$wrapper" x.py 2>&1 || true
+}
+
+sites=$SCRATCH/sites
+n=0 accepted=0 refused=0
+while read -r line; do
+  n=$((n + 1))
+  declare -A c=()
+  for kv in $line; do c[${kv%%=*}]=${kv#*=}; done
+  name=combo$n
+  var=$(write_site "$sites" "$name" "${c[runtime]}" "${c[scheduler]}" "${c[layout]}" "${c[vendor]}" \
+    "${c[visibility]}" "${c[gpu_flag]}")
+  want=$(expected_refusal "${c[runtime]}" "${c[layout]}" "${c[vendor]}" "${c[gpu_flag]}")
+  code=0
+  "$sitegen" --sites-dir "$sites" check "$name" >"$SCRATCH/$name.check" 2>&1 || code=$?
+  if [[ -n $want ]]; then
+    refused=$((refused + 1))
+    if [[ $code == 1 ]] && grep -qE "^$sites/$name/site.toml:[1-9][0-9]*:[1-9][0-9]*: error: " "$SCRATCH/$name.check"; then
+      pass
+    else
+      fail "$line: expected a refusal ($want) at a location, got exit $code: $(cat "$SCRATCH/$name.check")"
+    fi
+    continue
+  fi
+  accepted=$((accepted + 1))
+  if [[ $code != 0 ]]; then
+    fail "$line: expected to be accepted, got exit $code: $(cat "$SCRATCH/$name.check")"
+    continue
+  fi
+  out=$SCRATCH/out-$name
+  prefix=$out/modules-out/$name
+  if ! "$sitegen" --sites-dir "$sites" --out-dir "$out" build "$name" --prefix "$prefix" >"$SCRATCH/$name.build" 2>&1; then
+    fail "$line: build failed: $(cat "$SCRATCH/$name.build")"
+    continue
+  fi
+  module=torch/2.4.0
+  stack=$prefix/software/torch/2.4.0
+  # The image, installed as the easyconfig would copy it (the module refuses to load without).
+  [[ ${c[runtime]} == none ]] || : >"$stack/torch.sif"
+  if report=$(lmod_load_unload_roundtrip "$prefix/modulefiles" "$module" 2>&1); then
+    pass
+  else
+    fail "$line: Lmod load/unload: $report"
+  fi
+  scripts=()
+  for f in "$stack"/runscripts/* "$stack"/bin/*; do
+    [[ -f $f ]] && head -c 2 "$f" | grep -q '#!' && scripts+=("$f")
+  done
+  if report=$(shellcheck -s bash "${scripts[@]}" 2>&1); then pass; else fail "$line: shellcheck: $report"; fi
+  if report=$(python3 "$root/tests/tools/check_easyconfig.py" "$root/tests/data/easybuild_parameters.txt" \
+    "$out/easyconfigs-out/$name" "$prefix" 2>&1); then
+    pass
+  else
+    fail "$line: easyconfig: $report"
+  fi
+  wrapper=$(find "$stack/runscripts" -name '*python-distributed')
+  device=1
+  [[ -n $var ]] || device="<unset>"
+  check_eq "$line: wrapper" \
+    "RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 DEVICE=$device" \
+    "$(wrapper_output "${c[scheduler]}" "$wrapper" "$var")"
+done < <(
+  # Every pair of values that some valid site has is tried in an accepted site, and every
+  # pair that some invalid site has in a refused one.
+  dims=("runtime=none,singularity,apptainer,charliecloud" "scheduler=slurm,pbs"
+    "layout=container-venv,container-system,conda-env,userbase-venv,frameworks-module,system"
+    "vendor=none,amd,nvidia,intel" "visibility=narrow,all" "gpu_flag=false,true")
+  : >"$SCRATCH/valid"
+  : >"$SCRATCH/invalid"
+  while read -r runtime scheduler layout vendor visibility gpu_flag; do
+    kind=invalid
+    [[ -n $(expected_refusal "$runtime" "$layout" "$vendor" "$gpu_flag") ]] || kind=valid
+    echo "$runtime $scheduler $layout $vendor $visibility $gpu_flag" >>"$SCRATCH/$kind"
+  done < <(python3 -c 'import itertools, sys
+for combo in itertools.product(*[a.partition("=")[2].split(",") for a in sys.argv[1:]]):
+    print(" ".join(combo))' "${dims[@]}")
+  python3 "$root/tests/tools/pairwise.py" --candidates "$SCRATCH/valid" "${dims[@]}"
+  python3 "$root/tests/tools/pairwise.py" --candidates "$SCRATCH/invalid" "${dims[@]}"
+)
+echo "combinations: $n ($accepted accepted, $refused refused)"
+[[ $accepted -gt 0 && $refused -gt 0 ]] || fail "the combinations must include both accepted and refused sites"
+finish
