@@ -8,6 +8,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "lua/supervisor.h"
+
 namespace sitegen {
 
 namespace {
@@ -69,7 +71,15 @@ local function pass(ok, ...)
   return ok, ...
 end
 pcall = function(f, ...) return pass(raw_pcall(f, ...)) end
-xpcall = function(f, handler, ...) return pass(raw_xpcall(f, handler, ...)) end
+-- Lua runs a message handler with hooks off when the error came from the hook (a limit), so
+-- a handler that loops could never be stopped: after a limit, the user's handler is skipped.
+xpcall = function(f, handler, ...)
+  if type(handler) ~= "function" then return raw_xpcall(f, handler, ...) end
+  return pass(raw_xpcall(f, function(e)
+    if killed() then return e end
+    return handler(e)
+  end, ...))
+end
 
 -- Read-only proxies (built in C) refuse raw writes and metatables too, and iterate with next.
 setmetatable = function(t, mt)
@@ -111,8 +121,10 @@ struct LuaSandbox::State {
     uint64_t executed = 0;
     std::chrono::steady_clock::time_point deadline;
     const char* kill_reason = nullptr;  // set when a limit is hit; errors stay uncatchable
-    char sample_source[512] = {0};      // where the hook last saw the script (for memory errors)
+    char sample_source[512] = {0};      // where the hook last saw the script
     int sample_line = 0;
+    char memory_source[512] = {0};      // where untrusted code was when memory was last refused
+    int memory_line = 0;
     bool have_error = false;
     bool compile_failed = false;        // run_chunk could not compile its chunk
     LuaResult error;                    // filled by the message handler
@@ -135,6 +147,8 @@ struct LuaSandbox::State {
         memory_refused = false;
         sample_source[0] = 0;
         sample_line = 0;
+        memory_source[0] = 0;
+        memory_line = 0;
         have_error = false;
         compile_failed = false;
         error = LuaResult{};
@@ -168,6 +182,22 @@ struct LuaSandbox::State {
 
 namespace {
 
+// Lua calls no message handler for memory errors, so the allocator records where untrusted
+// code was when it refused: the innermost Lua frame that is not host code. Reads the stack
+// only (lua_getstack/lua_getinfo "Sl" allocate nothing); Lua keeps it consistent at every
+// allocation, since any allocation may raise.
+void note_memory_position(LuaSandbox::State& st) noexcept {
+    if (!st.L) return;  // the state is being created
+    lua_Debug ar;
+    for (int level = 0; lua_getstack(st.L, level, &ar); ++level) {
+        if (lua_getinfo(st.L, "Sl", &ar) && ar.currentline > 0 && !st.is_host_source(ar.source)) {
+            std::strncpy(st.memory_source, ar.source, sizeof st.memory_source - 1);
+            st.memory_line = ar.currentline;
+            return;
+        }
+    }
+}
+
 void* capped_alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
     auto& st = *static_cast<LuaSandbox::State*>(ud);
     const size_t old = ptr ? osize : 0;  // with ptr == NULL, osize encodes an object kind
@@ -178,6 +208,7 @@ void* capped_alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
     }
     if (nsize > old && st.used - old + nsize > st.limits.memory_bytes) {
         st.memory_refused = true;
+        note_memory_position(st);
         return nullptr;
     }
     void* p = std::realloc(ptr, nsize);
@@ -192,11 +223,21 @@ int panic(lua_State* L) {
 }
 
 // Count hook: samples the position and raises once the instruction or time budget is spent.
+// In a supervised child (supervisor.h) it also hooks calls: a C function can run long without
+// a count hook, so the line calling it is what the parent reports if it must kill the child.
 void limit_hook(lua_State* L, lua_Debug* ar) {
     auto& st = state_of(L);
+    if (ar->event == LUA_HOOKCALL || ar->event == LUA_HOOKTAILCALL) {
+        lua_Debug caller;
+        if (lua_getinfo(L, "S", ar) && ar->what[0] == 'C' && lua_getstack(L, 1, &caller) &&
+            lua_getinfo(L, "Sl", &caller) && caller.currentline > 0 && !st.is_host_source(caller.source))
+            watch_position(caller.source, caller.currentline);
+        return;
+    }
     if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0 && !st.is_host_source(ar->source)) {
         std::strncpy(st.sample_source, ar->source, sizeof st.sample_source - 1);
         st.sample_line = ar->currentline;
+        watch_position(ar->source, ar->currentline);
     }
     st.executed += kHookInterval;
     if (!st.kill_reason) {
@@ -230,7 +271,7 @@ void note_error(LuaSandbox::State& st, const char* text, size_t len, const char*
         const LuaSandbox::State::Chunk* chunk = positioned ? st.known_chunk(file) : nullptr;
         if (chunk && chunk->host) {
             st.error.message = rest;  // keep the caller's position found on the stack
-        } else if (chunk || (positioned && file.rfind("[string ", 0) == 0)) {
+        } else if (chunk || (positioned && (file.rfind("[string ", 0) == 0 || file == st.error.file))) {
             st.error.file = chunk ? chunk->shown : file;
             st.error.line = at;
             st.error.message = rest;
@@ -742,8 +783,9 @@ LuaResult LuaSandbox::State::result_of(int status) const {
         r.message = memory_refused ? "memory limit exceeded: the sandbox may use at most " +
                                          std::to_string(limits.memory_bytes >> 20) + " MiB"
                                    : "out of memory";
-        r.file = display_name(sample_source[0] ? sample_source : nullptr, "");
-        r.line = sample_line;
+        const char* where = memory_source[0] ? memory_source : sample_source;
+        r.file = display_name(where[0] ? where : nullptr, "");
+        r.line = memory_source[0] ? memory_line : sample_line;
         return r;
     }
     if (have_error) r = error;
@@ -827,7 +869,7 @@ LuaSandbox::LuaSandbox(SandboxLimits limits) : state_(std::make_unique<State>())
     if (!st.L) throw std::runtime_error("cannot create a Lua state within the sandbox memory limit");
     *static_cast<State**>(lua_getextraspace(st.L)) = &st;
     lua_atpanic(st.L, panic);
-    lua_sethook(st.L, limit_hook, LUA_MASKCOUNT, kHookInterval);
+    lua_sethook(st.L, limit_hook, LUA_MASKCOUNT | (supervised_page() ? LUA_MASKCALL : 0), kHookInterval);
     const LuaResult r = call(open_sandbox, nullptr);
     if (!r.ok) {
         lua_close(st.L);
@@ -849,7 +891,9 @@ LuaResult LuaSandbox::call(lua_CFunction fn, void* arg) {
     lua_pushcfunction(L, message_handler);
     lua_pushcfunction(L, fn);
     lua_pushlightuserdata(L, arg);
+    watch_call_begins(st.deadline, st.limits.wall);
     const int status = lua_pcall(L, 1, 0, base + 1);
+    watch_call_ends();
     LuaResult result = st.result_of(status);
     lua_settop(L, base);
     return result;

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <ctime>
 
 #include "lua/lua_sandbox.h"
 
@@ -22,15 +23,34 @@ LuaValue hardware_tree() {
     return root;
 }
 
-// Runs `code` in a fresh sandbox with a read-only global `site`; fails the test if it took 1 s.
-LuaResult attempt(const std::string& code, SandboxLimits limits = {}) {
+// The default limits, except that the wall clock cannot stop anything: a busy machine slows
+// the wall clock down, never the instruction count or the memory cap, so tests that expect
+// those limits stay deterministic. (The wall limit has tests of its own.)
+SandboxLimits deterministic() {
+    SandboxLimits limits;
+    limits.wall = std::chrono::hours(1);
+    return limits;
+}
+
+double cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+// Runs `code` in a fresh sandbox with a read-only global `site`; fails the test if it took 1 s
+// of CPU (or 10 s of wall clock on however busy a machine).
+LuaResult attempt(const std::string& code, SandboxLimits limits = deterministic()) {
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = cpu_seconds();
     LuaSandbox sandbox(limits);
     REQUIRE(sandbox.set_readonly_global("site", hardware_tree()).ok);
     LuaResult r = sandbox.run(code, kChunk);
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    INFO(code << " -> " << r.describe() << " in " << took.count() << " s");
-    CHECK(took.count() < 1.0);
+    const double cpu = cpu_seconds() - cpu_start;
+    INFO(code << " -> " << r.describe() << " in " << took.count() << " s (" << cpu << " s CPU)");
+    CHECK(cpu < 1.0);
+    CHECK(took.count() < 10.0);
     return r;
 }
 
@@ -173,7 +193,7 @@ TEST_CASE("non-string errors and failing metamethods give clear messages", "[lua
 }
 
 TEST_CASE("the cap counts what the state holds and frees it again", "[lua]") {
-    SandboxLimits small;
+    SandboxLimits small = deterministic();
     small.memory_bytes = size_t{8} << 20;  // string.rep briefly holds its result twice
     LuaSandbox sandbox(small);
     const size_t base = sandbox.memory_used();
@@ -197,4 +217,73 @@ TEST_CASE("positions are parsed the way Lua writes them", "[lua]") {
     CHECK(message == "boom: 3");
     CHECK_FALSE(split_lua_position("no position here", file, line, message));
     CHECK_FALSE(split_lua_position(":3: x", file, line, message));
+}
+
+TEST_CASE("message handlers, error objects and close handlers cannot outrun the limits", "[lua]") {
+    // Lua runs a message handler with hooks off when the error came from the hook itself: the
+    // sandbox's xpcall skips the user's handler after a limit, so none of these can loop on.
+    const char* runaway[] = {
+        "xpcall(error, function() while true do end end)",
+        "xpcall(function() while true do end end, function() while true do end end)",
+        "xpcall(error, function(e) return xpcall(error, function() while true do end end) end)",
+        "xpcall(function() local n = 0 while true do n = n + 1 end end, function(e) while true do end end)",
+        "while true do xpcall(error, function() while true do end end) end",
+        "while true do pcall(function() while true do end end) end",
+        "do local x <close> = setmetatable({}, {__close = function() while true do end end}) end",
+        "local x <close> = setmetatable({}, {__close = function() while true do end end})\nwhile true do end",
+        "string.gsub(('x'):rep(100), 'x', function() while true do end end)",
+        "table.sort({3, 2, 1, 5, 4}, function(a, b) while true do end end)",
+        "local t = setmetatable({}, {__lt = function() while true do end end})\nlocal _ = t < t",
+        "local t = setmetatable({}, {__index = function() while true do end end})\nlocal _ = t.x",
+        "print(setmetatable({}, {__tostring = function() while true do end end}))",
+        "load('while true do end')()",
+    };
+    for (const char* code : runaway) {
+        const LuaResult r = attempt(code);
+        INFO(code << " -> " << r.describe());
+        CHECK_FALSE(r.ok);
+        CHECK(r.message.rfind("instruction limit exceeded", 0) == 0);  // one position, not two
+        CHECK((r.file == "rules/escape.lua" || r.file == "(load)"));    // load()'s chunk is its own
+        CHECK(r.line >= 1);
+    }
+    // The limit error reaches the top through a __tostring or a loaded chunk: still stopped.
+    const LuaResult tostring = attempt("error(setmetatable({}, {__tostring = function() while true do end end}))");
+    CHECK(tostring.message == "error object is a table value (its __tostring failed: rules/escape.lua:1: instruction "
+                              "limit exceeded: more than 20000000 Lua instructions (runaway loop?))");
+    const LuaResult loaded = attempt("local f = load('return function() while true do end end')()\nxpcall(f, f)");
+    CHECK(loaded.message == "(load):1: instruction limit exceeded: more than 20000000 Lua instructions (runaway loop?)");
+    CHECK(loaded.line == 2);
+    // Handlers that fail or recurse end at once (the error is handled, or "error in error handling").
+    const char* bounded[] = {
+        "xpcall(error, function() error(setmetatable({}, {__tostring = function() while true do end end})) end)",
+        "xpcall(error, function(e) local function f() return 1 + f() end return f() end)",
+        "xpcall(error, function(e) error(e) end)",
+        "xpcall(error, 42)",
+        "local ok = pcall(error, setmetatable({}, {__tostring = function() while true do end end}))\nassert(not ok)",
+    };
+    for (const char* code : bounded) attempt(code);
+    // Coroutines are absent: no second thread can run without the hook.
+    refused("local co = coroutine.wrap(function() end)", "attempt to index a nil value (global 'coroutine')", 1);
+}
+
+TEST_CASE("memory-limit errors carry the file and line of the allocation that failed", "[lua]") {
+    // Before this, a script that hit the cap before the hook first fired had no line.
+    const LuaResult doubling = attempt("local a = 1\nlocal s = 'x'\nwhile true do s = s .. s end");
+    CHECK(doubling.message == "memory limit exceeded: the sandbox may use at most 64 MiB");
+    CHECK(doubling.file == "rules/escape.lua");
+    CHECK(doubling.line == 3);
+    const LuaResult nested = attempt("local function grow(s)\n  return s .. s\nend\nlocal s = 'x'\nfor i = 1, 40 do s = grow(s) end");
+    CHECK(nested.line == 2);
+    SandboxLimits small = deterministic();
+    small.memory_bytes = size_t{8} << 20;
+    const LuaResult concat = attempt("local s = ('x'):rep(3 << 20)\nlocal t = s .. s .. s", small);
+    CHECK(concat.message == "memory limit exceeded: the sandbox may use at most 8 MiB");
+    CHECK(concat.line == 2);
+    const LuaResult table = attempt("local t = {}\nfor i = 1, 1e9 do\n  t[i] = i\nend", small);
+    CHECK_THAT(table.message, Catch::Matchers::Contains("memory limit exceeded"));
+    CHECK(table.line == 3);
+    // Caught by pcall, then raised again elsewhere: the later position wins.
+    const LuaResult later = attempt("pcall(function() local s = 'x' while true do s = s .. s end end)\n\n"
+                                    "local s = 'y'\nwhile true do s = s .. s end", small);
+    CHECK(later.line == 4);
 }

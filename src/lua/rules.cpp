@@ -2,9 +2,11 @@
 #include "lua/rules.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "lua/supervisor.h"
+#include "out/fs.h"
 
 namespace sitegen {
 
@@ -94,15 +96,6 @@ std::string shown_path(const fs::path& p) {
     return abs.generic_string();
 }
 
-bool read_text(const std::string& path, std::string& text) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return false;
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-    return true;
-}
-
 // "-- <description>" on the first line, or "" when the file lacks it.
 std::string purpose_comment(const std::string& text) {
     const std::string first = text.substr(0, text.find('\n'));
@@ -118,12 +111,44 @@ struct Registered {
     int line = 0;
 };
 
-// What the host functions of one rule file's sandbox write to.
+// What the host functions of one rule file's sandbox write to. Runs in the supervised child:
+// findings go to the parent as messages.
 struct RuleFileRun {
     const Site* site = nullptr;
-    Diagnostics* diags = nullptr;  // null while only listing
+    Outbox* out = nullptr;  // null while only listing
     std::vector<Registered> rules;
 };
+
+// Messages from the child running rule files to the parent.
+enum Message : uint8_t {
+    kStep = 's',     // file index, rule index (-1: loading the file), rule name, rule line
+    kDone = 'd',     // the step finished
+    kFinding = 'f',  // a Diagnostic
+    kSeen = 'n',     // a rule name and the file that defines it (for duplicate names)
+    kInfo = 'i',     // list_rules: name, file, description
+};
+
+void send_finding(Outbox& out, const Diagnostic& d) {
+    MessageWriter w;
+    w.u8(kFinding);
+    put_diagnostic(w, d);
+    out.send(w.bytes());
+}
+
+// (Built field by field: GCC 12 warns falsely about nested brace-initialised temporaries.)
+void send_finding(Outbox& out, Severity severity, const SourceRegion& where, const std::string& message) {
+    Diagnostic d;
+    d.severity = severity;
+    d.where = where;
+    d.message = message;
+    send_finding(out, d);
+}
+
+void send_step(Outbox& out, size_t file, long rule, const std::string& name = {}, int line = 0) {
+    out.send(MessageWriter().u8(kStep).i64(static_cast<int64_t>(file)).i64(rule).str(name).i64(line).bytes());
+}
+
+void send_done(Outbox& out) { out.send(MessageWriter().u8(kDone).bytes()); }
 
 RuleFileRun& run_of(lua_State* L) { return *static_cast<RuleFileRun*>(host_context(L)); }
 
@@ -153,12 +178,14 @@ int l_report(lua_State* L) {
     const char* message = luaL_checklstring(L, 4, &msg_len);
     RuleFileRun& run = run_of(L);
     return host_guard(L, [&] {
-        if (!run.diags) return 0;
+        if (!run.out) return 0;
         Diagnostic d;
         d.severity = severity_named(severity);
         d.where = run.site->where(std::string(path, path_len));
-        d.message = std::string(message, msg_len) + " [rule " + std::string(rule, rule_len) + "]";
-        run.diags->add(std::move(d));
+        // Long messages are cut here already: only so much crosses to the parent.
+        d.message = std::string(message, std::min(msg_len, kMaxMessageBytes)) +
+                    (msg_len > kMaxMessageBytes ? "..." : "") + " [rule " + std::string(rule, rule_len) + "]";
+        send_finding(*run.out, d);
         return 0;
     });
 }
@@ -185,9 +212,10 @@ struct LoadedFile {
 };
 
 LoadedFile load_rule_file(const std::string& file, const std::string& text,
-                          const std::shared_ptr<const LuaValue>& site_tree, RuleFileRun& run) {
+                          const std::shared_ptr<const LuaValue>& site_tree, RuleFileRun& run,
+                          const SandboxLimits& limits = {}) {
     LoadedFile out;
-    out.sandbox = std::make_unique<LuaSandbox>();
+    out.sandbox = std::make_unique<LuaSandbox>(limits);
     LuaSandbox& sb = *out.sandbox;
     out.failure = sb.set_readonly_global("site", site_tree);
     if (!out.failure.ok) return out;
@@ -205,38 +233,113 @@ SourceRegion region_of(const LuaResult& r, const std::string& file) {
     return {r.file.empty() ? file : r.file, r.line, 0};
 }
 
-void run_one_file(const Site& site, const std::shared_ptr<const LuaValue>& site_tree, const std::string& path,
-                  std::vector<std::pair<std::string, std::string>>& seen_rules, Diagnostics& diags) {
+// The rule files' text, or why not: only regular files of at most kMaxRuleFileBytes.
+bool read_rule_file(const std::string& path, std::string& text, std::string& error) {
+    return read_regular_file(path, text, error, kMaxRuleFileBytes);
+}
+
+// Where a run over rule files is, as the parent sees it; each child starts at (file, rule).
+struct Progress {
+    size_t file = 0;     // resume at this file
+    size_t rule = 0;     // at this rule of it; > 0: the file was loaded and reported already
+    std::vector<std::pair<std::string, std::string>> seen;  // rule name -> file, in run order
+    bool running = false;  // a step is running:
+    size_t step_file = 0;
+    long step_rule = -1;   // -1: loading the file
+    std::string step_name;
+    int step_line = 0;
+};
+
+// The child's work on one rule file, from rule `first` on (0: all of it, and the file's own
+// findings; > 0: an earlier child reported those). Ends the file's step (sent by the caller),
+// then runs each rule as a step of its own.
+void run_file_in_child(const Site& site, const std::shared_ptr<const LuaValue>& tree, const std::string& path,
+                       size_t f, size_t first, std::vector<std::pair<std::string, std::string>>& seen,
+                       const SandboxLimits& limits, Outbox& out) {
     const std::string file = shown_path(path);
-    std::string text;
-    if (!read_text(path, text)) {
-        diags.error({file, 0, 0}, "cannot read rule file");
-        return;
-    }
-    if (purpose_comment(text).empty()) {
-        diags.error({file, 1, 1}, "a rule file starts with a one-line purpose comment: -- <what its rules check>");
-        return;
-    }
-    RuleFileRun run{&site, &diags, {}};
-    LoadedFile loaded = load_rule_file(file, text, site_tree, run);
-    if (loaded.run_check == LUA_NOREF) {
-        diags.error(region_of(loaded.failure, file), "rule file failed to load: " + loaded.failure.message);
-        return;
-    }
+    // Ends the file's step, with its finding when this child reports the file's findings.
+    const auto file_done = [&](Severity severity, SourceRegion where, std::string message) {
+        if (first == 0 && !message.empty()) send_finding(out, severity, where, message);
+        send_done(out);
+    };
+    std::string text, error;
+    if (!read_rule_file(path, text, error)) return file_done(Severity::error, {file, 0, 0}, "cannot read rule file: " + error);
+    if (purpose_comment(text).empty())
+        return file_done(Severity::error, {file, 1, 1}, "a rule file starts with a one-line purpose comment: -- <what its rules check>");
+    RuleFileRun run{&site, &out, {}};
+    LoadedFile loaded = load_rule_file(file, text, tree, run, limits);
+    if (loaded.run_check == LUA_NOREF)
+        return file_done(Severity::error, region_of(loaded.failure, file), "rule file failed to load: " + loaded.failure.message);
     if (run.rules.empty())
-        diags.warning({file, 1, 1}, "rule file defines no rules (call rule{name = ..., check = function(site) ... end})");
-    for (size_t i = 0; i < run.rules.size(); ++i) {
+        return file_done(Severity::warning, {file, 1, 1}, "rule file defines no rules (call rule{name = ..., check = function(site) ... end})");
+    file_done(Severity::note, {}, {});
+    for (size_t i = first; i < run.rules.size(); ++i) {
         const Registered& r = run.rules[i];
-        auto twin = std::find_if(seen_rules.begin(), seen_rules.end(), [&](const auto& s) { return s.first == r.name; });
-        if (twin != seen_rules.end()) {
-            diags.error({file, r.line, 0}, "rule '" + r.name + "' is already defined in " + twin->second);
+        auto twin = std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return s.first == r.name; });
+        if (twin != seen.end()) {
+            send_finding(out, Severity::error, {file, r.line, 0}, "rule '" + r.name + "' is already defined in " + twin->second);
             continue;
         }
-        seen_rules.emplace_back(r.name, file);
+        seen.emplace_back(r.name, file);
+        out.send(MessageWriter().u8(kSeen).str(r.name).str(file).bytes());
+        send_step(out, f, static_cast<long>(i), r.name, r.line);
         const LuaResult result = loaded.sandbox->call_kept(loaded.run_check, {LuaValue::make_int(static_cast<long long>(i) + 1)});
         if (!result.ok)
-            diags.error(region_of(result, file), "rule failed: " + result.message + " [rule " + r.name + "]");
+            send_finding(out, Severity::error, region_of(result, file), "rule failed: " + result.message + " [rule " + r.name + "]");
+        send_done(out);
     }
+}
+
+// The child: every rule file from `start` on, findings and progress sent as messages.
+void run_files_in_child(const Site& site, const std::shared_ptr<const LuaValue>& tree,
+                        const std::vector<std::string>& files, const Progress& start,
+                        const SandboxLimits& limits, Outbox& out) {
+    auto seen = start.seen;
+    for (size_t f = start.file; f < files.size(); ++f) {
+        send_step(out, f, -1);
+        try {
+            run_file_in_child(site, tree, files[f], f, f == start.file ? start.rule : 0, seen, limits, out);
+        } catch (const std::exception& e) {  // e.g. no memory for a sandbox: the file's rules did not run
+            send_finding(out, Severity::error, {shown_path(files[f]), 0, 0}, std::string("rules could not run: ") + e.what());
+            send_done(out);
+        }
+    }
+}
+
+// The parent's side of a step message; true if it was one.
+bool track_step(MessageReader& m, uint8_t kind, Progress& p) {
+    if (kind == kStep) {
+        p.running = true;
+        p.step_file = static_cast<size_t>(m.i64());
+        p.step_rule = static_cast<long>(m.i64());
+        p.step_name = m.str();
+        p.step_line = static_cast<int>(m.i64());
+        return true;
+    }
+    if (kind == kDone) {
+        p.running = false;
+        p.file = p.step_file;
+        p.rule = static_cast<size_t>(p.step_rule + 1);
+        return true;
+    }
+    return false;
+}
+
+// After a child timed out or died: report(file, rule, name, running) records what failed
+// (rule -1: loading the file; running false: between steps, e.g. no process could start) and
+// the next child starts after it.
+template <typename Report>
+void after_abnormal_end(Progress& p, size_t nfiles, Report report) {
+    if (!p.running) {  // nothing of a rule was running: give up on this file
+        report(std::min(p.file, nfiles - 1), -1, std::string(), false);
+        p.file += 1;
+        p.rule = 0;
+        return;
+    }
+    p.running = false;
+    report(p.step_file, p.step_rule, p.step_name, true);
+    p.file = p.step_rule < 0 ? p.step_file + 1 : p.step_file;
+    p.rule = p.step_rule < 0 ? 0 : static_cast<size_t>(p.step_rule + 1);
 }
 
 }  // namespace
@@ -266,7 +369,8 @@ std::vector<std::string> rule_files(const std::vector<std::string>& dirs, Diagno
         }
         for (const auto& e : fs::directory_iterator(dirs[d], ec)) {
             const fs::path& p = e.path();
-            if (p.extension() == ".lua" && e.is_regular_file(ec))
+            // Whatever its type: reading refuses a FIFO or device named *.lua with a message.
+            if (p.extension() == ".lua")
                 entries.push_back({p.filename().string(), d, p.string()});
         }
     }
@@ -279,15 +383,41 @@ std::vector<std::string> rule_files(const std::vector<std::string>& dirs, Diagno
     return out;
 }
 
-void run_rule_files(const Site& site, const std::vector<std::string>& files, Diagnostics& diags) {
+void run_rule_files(const Site& site, const std::vector<std::string>& files, Diagnostics& diags,
+                    const SandboxLimits& limits) {
+    if (files.empty()) return;
     const auto tree = std::make_shared<const LuaValue>(site_to_lua(site));  // shared by every file's sandbox
-    std::vector<std::pair<std::string, std::string>> seen_rules;              // name -> file
-    for (const auto& f : files) {
-        try {
-            run_one_file(site, tree, f, seen_rules, diags);
-        } catch (const std::exception& e) {  // e.g. no memory for a sandbox: the file's rules did not run
-            diags.error({shown_path(f), 0, 0}, std::string("rules could not run: ") + e.what());
+    Progress progress;
+    const auto body = [&](Outbox& out) {
+        const Progress start = progress;  // (in process, messages update `progress` meanwhile)
+        run_files_in_child(site, tree, files, start, limits, out);
+    };
+    const auto on_message = [&](std::string_view bytes) {
+        MessageReader m(bytes);
+        const uint8_t kind = m.u8();
+        if (track_step(m, kind, progress)) return;
+        if (kind == kFinding) {
+            Diagnostic d = get_diagnostic(m);
+            if (m.ok()) diags.add(std::move(d));
+        } else if (kind == kSeen) {
+            std::string name = m.str(), file = m.str();
+            progress.seen.emplace_back(std::move(name), std::move(file));
         }
+    };
+    while (progress.file < files.size()) {
+        const RunEnd end = run_supervised(body, on_message);
+        if (end.kind == RunEnd::Kind::finished) break;
+        after_abnormal_end(progress, files.size(), [&](size_t f, long rule, const std::string& name, bool running) {
+            // At the untrusted code's last position when known, else at the file (or rule).
+            const bool here = !end.file.empty();
+            const std::string file = here ? end.file : shown_path(files[f]);
+            if (!running)
+                diags.error({shown_path(files[f]), 0, 0}, "rules could not run: " + end.why);
+            else if (rule < 0)
+                diags.error({file, here ? end.line : 0, 0}, "rule file failed to load: " + end.why);
+            else
+                diags.error({file, here ? end.line : progress.step_line, 0}, "rule failed: " + end.why + " [rule " + name + "]");
+        });
     }
 }
 
@@ -306,21 +436,60 @@ void run_rules(const Site& site, const std::vector<std::string>& rule_dirs, Diag
 std::vector<RuleInfo> list_rules(const std::vector<std::string>& rule_dirs) {
     std::vector<std::string> dirs{default_rules_dir()};
     dirs.insert(dirs.end(), rule_dirs.begin(), rule_dirs.end());
+    const std::vector<std::string> files = rule_files(dirs);
     const Site empty;
     const auto tree = std::make_shared<const LuaValue>(site_to_lua(empty));
     std::vector<RuleInfo> out;
-    for (const auto& path : rule_files(dirs)) {
-        const std::string file = shown_path(path);
-        std::string text;
-        if (!read_text(path, text)) continue;
-        const std::string comment = purpose_comment(text);
-        RuleFileRun run{&empty, nullptr, {}};
-        LoadedFile loaded = load_rule_file(file, text, tree, run);
-        if (loaded.run_check == LUA_NOREF) {
-            out.push_back({fs::path(path).stem().string(), file, "(cannot load: " + loaded.failure.describe() + ")"});
-            continue;
+    Progress progress;
+    const auto body = [&](Outbox& box) {
+        const size_t first = progress.file;
+        for (size_t f = first; f < files.size(); ++f) {
+            const std::string& path = files[f];
+            const std::string file = shown_path(path);
+            send_step(box, f, -1);
+            std::string text, error;
+            const auto info = [&](const std::string& name, const std::string& description) {
+                box.send(MessageWriter().u8(kInfo).str(name).str(file).str(description).bytes());
+            };
+            if (!read_rule_file(path, text, error)) {
+                info(fs::path(path).stem().string(), "(cannot read: " + error + ")");
+            } else {
+                const std::string comment = purpose_comment(text);
+                RuleFileRun run{&empty, nullptr, {}};
+                LoadedFile loaded = load_rule_file(file, text, tree, run);
+                if (loaded.run_check == LUA_NOREF)
+                    info(fs::path(path).stem().string(), "(cannot load: " + loaded.failure.describe() + ")");
+                else
+                    for (const auto& r : run.rules) info(r.name, r.description.empty() ? comment : r.description);
+            }
+            send_done(box);
         }
-        for (const auto& r : run.rules) out.push_back({r.name, file, r.description.empty() ? comment : r.description});
+    };
+    const auto on_message = [&](std::string_view bytes) {
+        MessageReader m(bytes);
+        const uint8_t kind = m.u8();
+        if (track_step(m, kind, progress)) {
+            if (kind == kDone) progress.file = progress.step_file + 1;
+            return;
+        }
+        if (kind == kInfo) {
+            RuleInfo r;
+            r.name = m.str();
+            r.file = m.str();
+            r.description = m.str();
+            // One line each: a description cannot break or recolour `sitegen rules`.
+            if (m.ok()) out.push_back({printable(r.name), printable(r.file), printable(r.description)});
+        }
+    };
+    while (progress.file < files.size()) {
+        const RunEnd end = run_supervised(body, on_message);
+        if (end.kind == RunEnd::Kind::finished) break;
+        after_abnormal_end(progress, files.size(), [&](size_t f, long, const std::string&, bool) {
+            const std::string where = end.file.empty() ? shown_path(files[f]) : end.file + ":" + std::to_string(end.line);
+            out.push_back({printable(fs::path(files[f]).stem().string()), printable(shown_path(files[f])),
+                           printable("(cannot load: " + where + ": " + end.why + ")")});
+        });
+        progress.rule = 0;
     }
     return out;
 }

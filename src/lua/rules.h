@@ -12,6 +12,9 @@
 
 namespace sitegen {
 
+// The largest rule file read (the built-in ones are a few KiB).
+constexpr size_t kMaxRuleFileBytes = size_t{1} << 20;
+
 struct RuleInfo {
     std::string name;
     std::string file;
@@ -22,7 +25,9 @@ struct RuleInfo {
 // the site's own sites/<name>/rules/*.lua, all sorted by file name, each file in a fresh
 // sandbox against the read-only site. Findings go to `diags` at the TOML location of their
 // path, with the suffix " [rule <name>]"; a rule that fails or runs away is reported at its
-// own file:line.
+// own file:line. The rules run in a supervised child process (lua/supervisor.h): a call
+// that outlives its wall limit inside C code (a backtracking pattern) is killed there, reported
+// at the line that called it, and the next rule runs in a new child.
 void run_rules(const Site& site, const std::vector<std::string>& rule_dirs, Diagnostics& diags);
 
 // Every rule the built-in dir and `rule_dirs` define (files that fail to load are listed
@@ -36,7 +41,9 @@ std::string default_rules_dir();
 // does not exist is reported to `diags` when given.
 std::vector<std::string> rule_files(const std::vector<std::string>& dirs, Diagnostics* diags = nullptr);
 
-// Runs exactly these rule files against `site` (what run_rules does after collecting them).
-void run_rule_files(const Site& site, const std::vector<std::string>& files, Diagnostics& diags);
+// Runs exactly these rule files against `site` (what run_rules does after collecting them),
+// each call under `limits` (tests lengthen the wall limit where only memory should stop a rule).
+void run_rule_files(const Site& site, const std::vector<std::string>& files, Diagnostics& diags,
+                    const SandboxLimits& limits = {});
 
 }  // namespace sitegen

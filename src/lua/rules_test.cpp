@@ -2,14 +2,17 @@
 // its exact message at the TOML location of the offending key.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "site/check.h"
 #include "site/load.h"
 #include "lua/rules.h"
+#include "lua/supervisor.h"
 #include "test_support.h"
 
 using namespace sitegen;
@@ -523,4 +526,197 @@ TEST_CASE("rules scale to large sites: the site is shared, tables are built when
     run_rules(s, {}, diags);
     INFO(render_all(diags, {}));
     CHECK(diags.all().empty());
+}
+
+namespace {
+
+struct Hostile {
+    const char* what;
+    const char* code;     // line 3 of the rule file, inside check()
+    const char* message;  // part of the failure; "" = the rule ends without failing
+};
+
+// Rules that try to outrun the limits: handlers run with hooks off, error objects and close
+// handlers that loop, callbacks from C, and single C calls that run for hours (patterns).
+const Hostile kHostile[] = {
+    {"xpcall handler loops", "xpcall(error, function() while true do end end)", "instruction limit exceeded"},
+    {"xpcall body and handler loop", "xpcall(function() while true do end end, function() while true do end end)", "instruction limit exceeded"},
+    {"nested xpcall handler loops", "xpcall(error, function() return xpcall(error, function() while true do end end) end)", "instruction limit exceeded"},
+    {"pcall in a loop", "while true do pcall(function() while true do end end) end", "instruction limit exceeded"},
+    // Ends by itself ("error in error handling") after 200 handlers each overflowing the
+    // stack: about a second of work, so it may also meet the wall limit first.
+    {"handler recursing deeply", "xpcall(error, function(e) local function f() return 1 + f() end return f() end)", "?"},
+    {"__tostring of the error object loops", "error(setmetatable({}, {__tostring = function() while true do end end}))", "its __tostring failed"},
+    {"__close loops", "do local x <close> = setmetatable({}, {__close = function() while true do end end}) end", "instruction limit exceeded"},
+    {"gsub callback loops", "string.gsub(('x'):rep(100), 'x', function() while true do end end)", "instruction limit exceeded"},
+    {"sort comparator loops", "table.sort({3, 2, 1}, function() while true do end end)", "instruction limit exceeded"},
+    {"coroutines", "coroutine.wrap(function() while true do end end)()", "attempt to index a nil value (global 'coroutine')"},
+    {"string.match backtracking", "local x = ('a'):rep(40):match(('a*'):rep(12) .. 'b')", "time limit exceeded: ran longer than 500 ms"},
+    {"string.find backtracking", "local x = ('a'):rep(40):find(('a*'):rep(12) .. 'b')", "time limit exceeded: ran longer than 500 ms"},
+    {"string.gmatch backtracking", "for w in ('a'):rep(40):gmatch(('a*'):rep(12) .. 'b') do end", "time limit exceeded: ran longer than 500 ms"},
+    {"string.gsub backtracking", "local x = ('a'):rep(40):gsub(('a*'):rep(12) .. 'b', '')", "time limit exceeded: ran longer than 500 ms"},
+    {"plain find of a long needle", "local h, n = ('a'):rep(1 << 20), ('a'):rep(1 << 16) .. 'b' local x = h:find(n, 1, true)", "time limit exceeded: ran longer than 500 ms"},
+    {"backtracking inside an xpcall handler", "xpcall(error, function() return ('a'):rep(40):match(('a*'):rep(12) .. 'b') end)", "time limit exceeded: ran longer than 500 ms"},
+    {"backtracking in __tostring", "error(setmetatable({}, {__tostring = function() return ('a'):rep(40):match(('a*'):rep(12) .. 'b') end}))", "time limit exceeded: ran longer than 500 ms"},
+};
+
+std::string hostile_file(const Hostile& h) {
+    return std::string("-- hostile: ") + h.what + "\nrule { name = 'bad', check = function(site)\n  " + h.code +
+           "\nend }\nrule { name = 'after', check = function(site) warn_at('site', 'still runs') end }\n";
+}
+
+struct Isolation {
+    LuaIsolation saved = lua_isolation();
+    explicit Isolation(LuaIsolation i) { set_lua_isolation(i); }
+    ~Isolation() { set_lua_isolation(saved); }
+};
+
+}  // namespace
+
+TEST_CASE("hostile rules end within their wall limit whatever they call; the next rule still runs", "[lua][rules]") {
+    const Site s = good_site();
+    TempDir dir("rules-test");
+    int n = 0;
+    for (const Hostile& h : kHostile) {
+        const std::string path = dir.write("h" + std::to_string(n++) + ".lua", hostile_file(h));
+        const auto start = std::chrono::steady_clock::now();
+        const Lines out = run_files(s, {path});
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        INFO(h.what << " took " << took << " s:\n" << [&] { std::string all; for (const auto& l : out) all += l + "\n"; return all; }());
+        const std::string still = expect(s, "site", "after", "still runs", "warning");
+        if (std::string(h.message) == "?" && out.size() == 1) {
+            CHECK(out == Lines{still});
+        } else {
+            REQUIRE(out.size() == 2);
+            CHECK(out[0].rfind(path + ":3:0: error: rule failed: ", 0) == 0);
+            // Lua code stops on the instruction budget, or (on a very busy machine) the wall clock.
+            const std::string want = std::string(h.message) == "instruction limit exceeded" || std::string(h.message) == "?"
+                                         ? "limit exceeded" : h.message;
+            CHECK_THAT(out[0], Catch::Matchers::Contains(want) && Catch::Matchers::EndsWith(" [rule bad]"));
+            CHECK(out[1] == still);
+        }
+        // The wall limit (0.5 s) plus a new process for the rules after a killed one.
+        CHECK(took < 2.5);
+    }
+}
+
+TEST_CASE("in process, the hook alone stops every hostile rule that runs Lua code", "[lua][rules]") {
+    Isolation scope(LuaIsolation::in_process);
+    const Site s = good_site();
+    TempDir dir("rules-test");
+    SandboxLimits deterministic;  // only the instruction budget stops them, however busy the machine
+    deterministic.wall = std::chrono::hours(1);
+    int n = 0;
+    for (const Hostile& h : kHostile) {
+        if (std::string(h.message).find("time limit") != std::string::npos) continue;  // stuck in C: needs the process
+        const std::string path = dir.write("h" + std::to_string(n++) + ".lua", hostile_file(h));
+        const auto start = std::chrono::steady_clock::now();
+        Diagnostics diags(1000);
+        run_rule_files(s, {path}, diags, deterministic);
+        Lines out;
+        for (const auto& d : diags.all()) out.push_back(line_of(d));
+        INFO(h.what);
+        REQUIRE(!out.empty());
+        if (std::string(h.message) != "?") CHECK_THAT(out[0], Catch::Matchers::Contains(h.message));
+        CHECK(out.back() == expect(s, "site", "after", "still runs", "warning"));
+        CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+    }
+}
+
+TEST_CASE("a rule file stuck in C while loading fails at its line; the other files run", "[lua][rules]") {
+    const Site s = good_site();
+    TempDir dir("rules-test");
+    const std::string stuck = dir.write("10-stuck.lua", "-- stuck while loading\nlocal x = ('a'):rep(40):match(('a*'):rep(12) .. 'b')\n"
+                                                        "rule { name = 'never', check = function(site) error_at('site', 'never') end }\n");
+    const std::string next = dir.write("20-next.lua", "-- next\nrule { name = 'next', check = function(site) error_at('site', 'next') end }\n");
+    const auto start = std::chrono::steady_clock::now();
+    const Lines out = run_files(s, {stuck, next});
+    CHECK(out == Lines{stuck + ":2:0: error: rule file failed to load: time limit exceeded: ran longer than 500 ms "
+                               "(stopped in a library call, e.g. a backtracking pattern?)",
+                       expect(s, "site", "next", "next")});
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2500));
+    // `sitegen rules` lists what it can and says why not for the stuck file.
+    const auto listed = list_rules({dir.str()});
+    CHECK(std::count_if(listed.begin(), listed.end(), [](const RuleInfo& r) { return r.name == "next"; }) == 1);
+    const auto bad = std::find_if(listed.begin(), listed.end(), [](const RuleInfo& r) { return r.name == "10-stuck"; });
+    REQUIRE(bad != listed.end());
+    CHECK(bad->description == "(cannot load: " + stuck + ":2: time limit exceeded: ran longer than 500 ms "
+                                                          "(stopped in a library call, e.g. a backtracking pattern?))");
+}
+
+TEST_CASE("memory-limit failures are reported at the rule's file:line like every other failure", "[lua][rules]") {
+    const Site s = good_site();
+    TempDir dir("rules-test");
+    SandboxLimits deterministic;  // filling 64 MiB takes a while on a busy machine: only memory may stop it
+    deterministic.wall = std::chrono::hours(1);
+    const auto run = [&](const std::string& file) {
+        Diagnostics diags(1000);
+        run_rule_files(s, {file}, diags, deterministic);
+        Lines out;
+        for (const auto& d : diags.all()) out.push_back(line_of(d));
+        return out;
+    };
+    const std::string path = dir.write("h.lua", "-- memory\nrule { name = 'h', check = function(site)\n"
+                                                "  local t = {}\n  local s = 'x'\n  while true do s = s .. s end\nend }\n");
+    CHECK(run(path) == Lines{path + ":5:0: error: rule failed: memory limit exceeded: the sandbox may use at most 64 MiB [rule h]"});
+    const std::string top = dir.write("top.lua", "-- memory at load\n\nlocal s = 'x' while true do s = s .. s end\n");
+    CHECK(run(top) == Lines{top + ":3:0: error: rule file failed to load: memory limit exceeded: the sandbox may use at most 64 MiB"});
+    const std::string table = dir.write("table.lua", "-- memory in a table\nrule { name = 't', check = function(site)\n"
+                                                     "  local t = {}\n  for i = 1, 1e9 do\n    t[i] = {i}\n  end\nend }\n");
+    CHECK(run(table) == Lines{table + ":5:0: error: rule failed: memory limit exceeded: the sandbox may use at most 64 MiB [rule t]"});
+}
+
+TEST_CASE("rule files that are not regular files are refused by name, at once", "[lua][rules]") {
+    const Site s = good_site();
+    TempDir dir("rules-test");
+    REQUIRE(::mkfifo(dir.file("fifo.lua").c_str(), 0644) == 0);
+    fs::create_symlink("/dev/zero", dir.file("zero.lua"));
+    fs::create_symlink("/dev/urandom", dir.file("urandom.lua"));
+    fs::create_directory(dir.file("dir.lua"));
+    dir.write("big.lua", "-- big\n" + std::string(kMaxRuleFileBytes, '-') + "\n");
+    dir.write("good.lua", "-- good\nrule { name = 'good', check = function(site) warn_at('site', 'ran') end }\n");
+    const auto start = std::chrono::steady_clock::now();
+    const auto files = rule_files({dir.str()});
+    CHECK(files.size() == 6);
+    const Lines out = run_files(s, files);
+    CHECK(out == Lines{
+                     dir.file("big.lua") + ":0:0: error: cannot read rule file: " + dir.file("big.lua") +
+                         ": file is 1048584 bytes; the limit is 1048576 bytes",
+                     dir.file("dir.lua") + ":0:0: error: cannot read rule file: " + dir.file("dir.lua") +
+                         ": not a regular file (a directory); sitegen reads only regular files",
+                     dir.file("fifo.lua") + ":0:0: error: cannot read rule file: " + dir.file("fifo.lua") +
+                         ": not a regular file (a FIFO); sitegen reads only regular files",
+                     expect(s, "site", "good", "ran", "warning"),
+                     dir.file("urandom.lua") + ":0:0: error: cannot read rule file: " + dir.file("urandom.lua") +
+                         ": not a regular file (a character device); sitegen reads only regular files",
+                     dir.file("zero.lua") + ":0:0: error: cannot read rule file: " + dir.file("zero.lua") +
+                         ": not a regular file (a character device); sitegen reads only regular files",
+                 });
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+}
+
+TEST_CASE("a rule cannot hide an error behind notes, nor forge or recolour lines", "[lua][rules]") {
+    const Site s = good_site();
+    TempDir dir("rules-test");
+    const std::string path = dir.write("noisy.lua", "-- noisy\nrule { name = 'noisy', check = function(site)\n"
+                                                    "  for i = 1, 60 do report{severity = 'note', path = 'site', message = 'note ' .. i} end\n"
+                                                    "  error_at('hardware', 'the real error')\n"
+                                                    "  error_at('site', 'x\\nsites/t/site.toml:1:1: error: forged \\27[2J\\0 end')\n"
+                                                    "end }\n");
+    Diagnostics diags;
+    run_rule_files(s, {path}, diags);
+    const std::string out = render_all(diags, {});
+    CHECK_THAT(out, Catch::Matchers::Contains(location(s, "hardware") + ": error: the real error [rule noisy]\n"));
+    CHECK_THAT(out, Catch::Matchers::Contains(location(s, "site") +
+                                              ": error: x\\nsites/t/site.toml:1:1: error: forged \\x1b[2J\\x00 end [rule noisy]\n"));
+    CHECK_THAT(out, Catch::Matchers::Contains("note: 12 more findings not shown (12 notes)\n"));
+    CHECK_THAT(out, Catch::Matchers::EndsWith("2 errors, 0 warnings\n"));
+    CHECK(out.find('\x1b') == std::string::npos);
+    CHECK(out.find('\0') == std::string::npos);
+    // `sitegen rules` prints descriptions on one line too.
+    dir.write("desc/d.lua", "-- d\nrule { name = 'd', description = 'two\\nlines \\27[31m', check = function() end }\n");
+    const auto listed = list_rules({dir.file("desc")});
+    const auto d = std::find_if(listed.begin(), listed.end(), [](const RuleInfo& r) { return r.name == "d"; });
+    REQUIRE(d != listed.end());
+    CHECK(d->description == "two\\nlines \\x1b[31m");
 }

@@ -2,9 +2,11 @@
 #include "lua/selfcheck.h"
 
 #include <algorithm>
+#include <limits>
 #include <regex>
 
 #include "lua/lua_sandbox.h"
+#include "lua/supervisor.h"
 #include "site/suggest.h"
 
 namespace sitegen {
@@ -307,6 +309,8 @@ return function()
 end
 )lua";
 
+constexpr size_t kMaxRecordBytes = size_t{16} << 20;  // real modulefiles record a few KiB
+
 bool ends_with(const std::string& s, const std::string& tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
@@ -314,6 +318,7 @@ bool ends_with(const std::string& s, const std::string& tail) {
 // What the host functions of the recorder read and write during one evaluation.
 struct Recording {
     ModuleRecord* record = nullptr;
+    size_t recorded_bytes = 0;  // of `record`, against kMaxRecordBytes
     const RecordOptions* options = nullptr;
     const std::map<std::string, std::string>* env = nullptr;
     std::string mode, full_name, file;
@@ -331,6 +336,12 @@ int l_record(lua_State* L) {
     const char* z = luaL_optlstring(L, 4, "", &zl);
     const int line = static_cast<int>(luaL_optinteger(L, 5, 0));
     Recording& r = recording_of(L);
+    if (r.record) {
+        // The recording lives outside the sandbox's memory cap: it has a cap of its own.
+        r.recorded_bytes += kl + xl + yl + zl + 64;
+        if (r.recorded_bytes > kMaxRecordBytes)
+            return luaL_error(L, "the modulefile makes more than %d MiB of changes and calls", static_cast<int>(kMaxRecordBytes >> 20));
+    }
     return host_guard(L, [&] {
         const std::string k(kind, kl), a(x, xl);
         if (k == "api") r.api_names.push_back(a);
@@ -500,6 +511,7 @@ public:
         const bool named = !chunkname.empty() && (chunkname[0] == '@' || chunkname[0] == '=');
         const std::string source = named ? chunkname : "@" + chunkname;
         now_.record = &rec;
+        now_.recorded_bytes = 0;
         now_.options = &options;
         now_.env = &env;
         now_.mode = mode;
@@ -536,33 +548,155 @@ private:
     int begin_ = LUA_NOREF;
 };
 
+// Checks one modulefile with `recorder`: errors of each mode, then load/unload symmetry.
+void check_one(ModulefileRecorder& recorder, const OutputFile& f, Diagnostics& diags) {
+    RecordOptions options;  // evaluate as on the installed system: every path exists
+    options.is_file = [](const std::string&) { return true; };
+    options.is_dir = [](const std::string&) { return true; };
+    options.modulerc = ends_with(f.path, "/.modulerc.lua");
+    std::vector<std::string> seen;
+    const ModuleRecord load = recorder.record(f.contents, f.path, "load", {}, options);
+    report_errors(f.path, load.errors, diags, seen);
+    if (options.modulerc) return;
+    const ModuleRecord unload = recorder.record(f.contents, f.path, "unload", after_load(load), options);
+    report_errors(f.path, unload.errors, diags, seen);
+    if (load.errors.empty() && unload.errors.empty()) check_symmetry(f.path, load, unload, diags);
+}
+
+// Messages from the child running the self-check to the parent.
+enum Message : uint8_t {
+    kStep = 's',     // index of the modulefile now evaluated
+    kDone = 'd',     // it is done
+    kFinding = 'f',  // a Diagnostic
+    kRecord = 'r',   // record_modulefile's ModuleRecord
+};
+
+void put_strings(MessageWriter& w, const std::vector<std::string>& v) {
+    w.i64(static_cast<int64_t>(v.size()));
+    for (const auto& x : v) w.str(x);
+}
+
+std::vector<std::string> get_strings(MessageReader& r) {
+    std::vector<std::string> out;
+    for (int64_t n = r.i64(); n > 0 && r.ok(); --n) out.push_back(r.str());
+    return out;
+}
+
+std::string encode(const ModuleRecord& rec) {
+    MessageWriter w;
+    w.u8(kRecord).i64(static_cast<int64_t>(rec.changes.size()));
+    for (const auto& c : rec.changes) w.str(c.op).str(c.name).str(c.value).i64(c.line);
+    for (const auto* v : {&rec.loads, &rec.unloads, &rec.prereqs, &rec.conflicts, &rec.whatis, &rec.families,
+                          &rec.errors, &rec.messages})
+        put_strings(w, *v);
+    w.str(rec.help);
+    return w.bytes();
+}
+
+ModuleRecord decode(MessageReader& r) {
+    ModuleRecord rec;
+    for (int64_t n = r.i64(); n > 0 && r.ok(); --n) {
+        EnvChange c;
+        c.op = r.str();
+        c.name = r.str();
+        c.value = r.str();
+        c.line = static_cast<int>(r.i64());
+        rec.changes.push_back(std::move(c));
+    }
+    for (auto* v : {&rec.loads, &rec.unloads, &rec.prereqs, &rec.conflicts, &rec.whatis, &rec.families,
+                    &rec.errors, &rec.messages})
+        *v = get_strings(r);
+    rec.help = r.str();
+    return rec;
+}
+
 }  // namespace
 
 ModuleRecord record_modulefile(const std::string& text, const std::string& chunkname, const std::string& mode,
                                const std::map<std::string, std::string>& env, const RecordOptions& options) {
-    return ModulefileRecorder().record(text, chunkname, mode, env, options);
+    ModuleRecord out;
+    bool got = false;
+    const RunEnd end = run_supervised(
+        [&](Outbox& box) {
+            ModuleRecord rec;
+            try {
+                rec = ModulefileRecorder().record(text, chunkname, mode, env, options);
+            } catch (const std::exception& e) {
+                rec.errors.push_back(chunkname + ":0: the recorder could not run: " + e.what());
+            }
+            box.send(encode(rec));
+        },
+        [&](std::string_view bytes) {
+            MessageReader m(bytes);
+            if (m.u8() != kRecord) return;
+            ModuleRecord rec = decode(m);
+            if (m.ok()) {
+                out = std::move(rec);
+                got = true;
+            }
+        });
+    if (end.kind != RunEnd::Kind::finished || !got) {
+        const std::string file = chunkname.empty() || (chunkname[0] != '@' && chunkname[0] != '=') ? chunkname : chunkname.substr(1);
+        out = {};
+        out.errors.push_back((end.file.empty() ? file : end.file) + ":" + std::to_string(end.line) + ": " +
+                             (end.why.empty() ? "the recorder sent no result" : end.why));
+    }
+    return out;
 }
 
 void self_check_modulefiles(const OutputList& files, Diagnostics& diags) {
-    RecordOptions installed;  // evaluate as on the installed system: every path exists
-    installed.is_file = [](const std::string&) { return true; };
-    installed.is_dir = [](const std::string&) { return true; };
-    try {
-        ModulefileRecorder recorder;
-        for (const auto& f : files) {
-            if (!is_modulefile(f.path)) continue;
-            RecordOptions options = installed;
-            options.modulerc = ends_with(f.path, "/.modulerc.lua");
-            std::vector<std::string> seen;
-            const ModuleRecord load = recorder.record(f.contents, f.path, "load", {}, options);
-            report_errors(f.path, load.errors, diags, seen);
-            if (options.modulerc) continue;
-            const ModuleRecord unload = recorder.record(f.contents, f.path, "unload", after_load(load), options);
-            report_errors(f.path, unload.errors, diags, seen);
-            if (load.errors.empty() && unload.errors.empty()) check_symmetry(f.path, load, unload, diags);
+    std::vector<const OutputFile*> modulefiles;
+    for (const auto& f : files)
+        if (is_modulefile(f.path)) modulefiles.push_back(&f);
+    size_t next = 0, step = 0;  // where the next child starts; the file being evaluated
+    bool running = false;
+    const auto body = [&](Outbox& box) {
+        const size_t start = next;  // (in process, messages update `next` meanwhile)
+        try {
+            ModulefileRecorder recorder;
+            for (size_t i = start; i < modulefiles.size(); ++i) {
+                box.send(MessageWriter().u8(kStep).i64(static_cast<int64_t>(i)).bytes());
+                Diagnostics found(std::numeric_limits<size_t>::max());
+                check_one(recorder, *modulefiles[i], found);
+                for (const auto& d : found.all()) {
+                    MessageWriter w;
+                    w.u8(kFinding);
+                    put_diagnostic(w, d);
+                    box.send(w.bytes());
+                }
+                box.send(MessageWriter().u8(kDone).bytes());
+            }
+        } catch (const std::exception& e) {  // e.g. no memory for the sandbox: nothing goes out unchecked
+            Diagnostic d;
+            d.message = std::string("the modulefile self-check could not run: ") + e.what();
+            MessageWriter w;
+            w.u8(kFinding);
+            put_diagnostic(w, d);
+            box.send(w.bytes());
         }
-    } catch (const std::exception& e) {  // e.g. no memory for the sandbox: nothing goes out unchecked
-        diags.error({}, std::string("the modulefile self-check could not run: ") + e.what());
+    };
+    const auto on_message = [&](std::string_view bytes) {
+        MessageReader m(bytes);
+        switch (m.u8()) {
+            case kStep: step = static_cast<size_t>(m.i64()); running = true; break;
+            case kDone: running = false; next = step + 1; break;
+            case kFinding: {
+                Diagnostic d = get_diagnostic(m);
+                if (m.ok()) diags.add(std::move(d));
+                break;
+            }
+            default: break;
+        }
+    };
+    while (next < modulefiles.size()) {
+        const RunEnd end = run_supervised(body, on_message);
+        if (end.kind == RunEnd::Kind::finished) break;
+        const size_t at = running ? step : next;
+        const std::string& path = modulefiles[at]->path;
+        diags.error({end.file.empty() ? path : end.file, end.file.empty() ? 0 : end.line, 0},
+                    (running ? "" : "the modulefile self-check could not run: ") + end.why + " [self-check]");
+        running = false;
+        next = at + 1;
     }
 }
 

@@ -2,6 +2,7 @@
 // the seed sites' generated modulefiles accepted, and the recorder cross-checked with real Lmod.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -299,4 +300,30 @@ if isloaded("nothing") then setenv("NEVER", "1") end
     CHECK(loaded.at("XCHECK_LIST") == "/keep:/also");
     CHECK(unloaded.at("XCHECK_PUSHED") == "orig");
     CHECK(unloaded.count("XCHECK_ROOT") == 0);
+}
+
+TEST_CASE("a modulefile stuck in a library call is stopped at its wall limit; the others are still checked", "[lua][selfcheck]") {
+    const std::string stuck = "modules-out/t/modulefiles/X/1.0.lua", broken = "modules-out/t/modulefiles/Y/1.0.lua";
+    const std::string pattern = "local x = ('a'):rep(40):match(('a*'):rep(12) .. 'b')\n";
+    Diagnostics diags(1000);
+    const auto start = std::chrono::steady_clock::now();
+    self_check_modulefiles({{stuck, "setenv('A', 'b')\n" + pattern, false}, {broken, "setenvv('A', 'b')\n", false}}, diags);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    Lines out;
+    for (const auto& d : diags.all()) out.push_back(d.where.file + ":" + std::to_string(d.where.line) + ": " + d.message);
+    CHECK(out == Lines{stuck + ":2: time limit exceeded: ran longer than 500 ms (stopped in a library call, e.g. a "
+                               "backtracking pattern?) [self-check]",
+                       broken + ":1: unknown function 'setenvv' (did you mean 'setenv'?) [self-check]"});
+    CHECK(took < 2.5);
+    // record_modulefile is supervised the same way.
+    const ModuleRecord r = record_modulefile(pattern, kPath, "load", {});
+    CHECK(r.errors == Lines{kPath + ":1: time limit exceeded: ran longer than 500 ms (stopped in a library call, e.g. a "
+                                    "backtracking pattern?)"});
+}
+
+TEST_CASE("what a modulefile records is capped like the sandbox's memory", "[lua][selfcheck]") {
+    // 17 changes of 1 MiB each would be 17 MiB of C++ memory outside the sandbox's cap (and
+    // 60 would be what the sandbox itself may hold).
+    const Lines out = check("local s = ('x'):rep(1 << 20)\nfor i = 1, 60 do\n  setenv('A' .. i, s)\nend\n");
+    CHECK(out == Lines{at(3, "the modulefile makes more than 16 MiB of changes and calls")});
 }

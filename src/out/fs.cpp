@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <filesystem>
 #include <set>
@@ -18,26 +19,82 @@ namespace sitegen {
 
 namespace {
 
+const char* what_of(mode_t mode) {
+    if (S_ISREG(mode)) return "a regular file";
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISLNK(mode)) return "a symbolic link";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    return "not a file";
+}
+
+TreeEntry::Type type_of(mode_t mode) {
+    if (S_ISREG(mode)) return TreeEntry::Type::file;
+    if (S_ISDIR(mode)) return TreeEntry::Type::dir;
+    if (S_ISLNK(mode)) return TreeEntry::Type::symlink;
+    return TreeEntry::Type::other;
+}
+
+std::string too_large(const std::string& path, const std::string& size, size_t max_bytes) {
+    const std::string limit = std::to_string(max_bytes);
+    return path + ": file is " + size + " bytes; " +
+           (max_bytes == kMaxInputFileBytes ? "site files are limited to " + limit + " bytes"
+                                            : "the limit is " + limit + " bytes");
+}
+
+std::string errno_text(const std::string& path) { return path + ": " + std::strerror(errno); }
+
+// Everything under base/rel, depth first, not following symlinks. Unreadable directories are
+// listed (with their mode) but not entered.
+void scan_into(const std::string& base, const std::string& rel, std::vector<TreeEntry>& out) {
+    DIR* d = ::opendir((rel.empty() ? base : base + "/" + rel).c_str());
+    if (!d) return;
+    std::vector<std::string> subdirs;
+    while (const dirent* e = ::readdir(d)) {
+        const std::string name = e->d_name;
+        if (name == "." || name == "..") continue;
+        struct stat st;
+        if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        const std::string r = rel.empty() ? name : rel + "/" + name;
+        out.push_back({r, type_of(st.st_mode), static_cast<unsigned>(st.st_mode & 07777), what_of(st.st_mode)});
+        if (S_ISDIR(st.st_mode)) subdirs.push_back(r);
+    }
+    ::closedir(d);
+    for (const auto& sub : subdirs) scan_into(base, sub, out);
+}
+
+// rm -rf that never follows a symlink and first makes directories a user locked (chmod 0500,
+// 0000) enterable and writable, so a hand-made change cannot keep an old tree alive.
+bool remove_tree(const std::string& path, std::string& error) {
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) {
+        if (errno == ENOENT) return true;
+        error = errno_text(path);
+        return false;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        if (::unlink(path.c_str()) != 0 && errno != ENOENT) { error = errno_text(path); return false; }
+        return true;
+    }
+    if ((st.st_mode & 0700) != 0700) ::chmod(path.c_str(), (st.st_mode & 07777) | 0700);
+    DIR* d = ::opendir(path.c_str());
+    if (!d) { error = errno_text(path); return false; }
+    std::vector<std::string> names;
+    while (const dirent* e = ::readdir(d))
+        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+    ::closedir(d);
+    for (const auto& n : names)
+        if (!remove_tree(path + "/" + n, error)) return false;
+    if (::rmdir(path.c_str()) != 0 && errno != ENOENT) { error = errno_text(path); return false; }
+    return true;
+}
+
 class DiskFs : public FileSystem {
 public:
-    bool read(const std::string& path, std::string& out, std::string& error) override {
-        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) { error = path + ": " + std::strerror(errno); return false; }
-        out.clear();
-        char buf[65536];
-        for (;;) {
-            ssize_t n = ::read(fd, buf, sizeof buf);
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                error = path + ": " + std::strerror(errno);
-                ::close(fd);
-                return false;
-            }
-            if (n == 0) break;
-            out.append(buf, static_cast<size_t>(n));
-        }
-        ::close(fd);
-        return true;
+    bool read(const std::string& path, std::string& out, std::string& error, size_t max_bytes) override {
+        return read_regular_file(path, out, error, max_bytes);
     }
 
     bool write(const std::string& path, const std::string& data, bool executable,
@@ -97,9 +154,30 @@ public:
     }
 
     bool make_dirs(const std::string& path, std::string& error) override {
-        std::error_code ec;
-        fsys::create_directories(path, ec);
-        if (ec) { error = path + ": " + ec.message(); return false; }
+        std::string p = path;
+        while (p.size() > 1 && p.back() == '/') p.pop_back();
+        std::vector<std::string> missing;  // innermost first
+        for (std::string q = p; !q.empty();) {
+            struct stat st;
+            if (::stat(q.c_str(), &st) == 0) {
+                if (!S_ISDIR(st.st_mode)) { error = q + ": not a directory"; return false; }
+                break;
+            }
+            if (errno != ENOENT) { error = errno_text(q); return false; }
+            missing.push_back(q);
+            const auto slash = q.rfind('/');
+            if (slash == std::string::npos) break;
+            q.resize(slash == 0 ? 1 : slash);
+            if (q == "/") break;
+        }
+        for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+            if (::mkdir(it->c_str(), 0755) != 0) {
+                if (errno == EEXIST && is_dir(*it)) continue;  // made meanwhile by someone else
+                error = errno_text(*it);
+                return false;
+            }
+            if (::chmod(it->c_str(), 0755) != 0) { error = errno_text(*it); return false; }  // the umask may drop bits
+        }
         return true;
     }
 
@@ -114,6 +192,22 @@ public:
         }
         std::sort(out.begin(), out.end());
         return out;
+    }
+
+    std::vector<TreeEntry> scan(const std::string& dir) override {
+        std::vector<TreeEntry> out;
+        struct stat st;
+        if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return out;
+        scan_into(dir, "", out);
+        std::sort(out.begin(), out.end(), [](const TreeEntry& a, const TreeEntry& b) { return a.path < b.path; });
+        return out;
+    }
+
+    bool entry(const std::string& path, TreeEntry& out) override {
+        struct stat st;
+        if (::lstat(path.c_str(), &st) != 0) return false;
+        out = {path, type_of(st.st_mode), static_cast<unsigned>(st.st_mode & 07777), what_of(st.st_mode)};
+        return true;
     }
 
     std::vector<std::string> list_dirs(const std::string& dir) override {
@@ -137,11 +231,8 @@ public:
     }
 
     bool remove_all(const std::string& path, std::string& error) override {
-        std::error_code ec;
         made_dirs_.clear();  // may have removed some of them
-        fsys::remove_all(path, ec);
-        if (ec) { error = path + ": " + ec.message(); return false; }
-        return true;
+        return remove_tree(path, error);
     }
 
     bool is_executable(const std::string& path) override {
@@ -198,11 +289,65 @@ bool under(const std::string& path, const std::string& dir) {
 
 }  // namespace
 
+bool read_regular_file(const std::string& path, std::string& out, std::string& error, size_t max_bytes) {
+    // Refuse by type before opening: opening some devices has effects of its own.
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) { error = errno_text(path); return false; }
+    const auto refuse = [&](mode_t mode) {
+        error = path + ": not a regular file (" + what_of(mode) + "); sitegen reads only regular files";
+        return false;
+    };
+    if (!S_ISREG(st.st_mode)) return refuse(st.st_mode);
+    // Non-blocking: if it was swapped for a FIFO meanwhile, open must not wait for a writer.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) { error = errno_text(path); return false; }
+    struct Closer { int fd; ~Closer() { ::close(fd); } } closer{fd};
+    if (::fstat(fd, &st) != 0) { error = errno_text(path); return false; }
+    if (!S_ISREG(st.st_mode)) return refuse(st.st_mode);
+    if (st.st_size < 0 || static_cast<unsigned long long>(st.st_size) > max_bytes) {
+        error = too_large(path, std::to_string(st.st_size), max_bytes);
+        return false;
+    }
+    out.clear();
+    out.reserve(static_cast<size_t>(st.st_size));
+    char buf[65536];
+    for (;;) {
+        // One byte more than allowed tells a file that grew past the limit from one at it.
+        const size_t want = std::min(sizeof buf, max_bytes + 1 - out.size());
+        const ssize_t n = ::read(fd, buf, want);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            error = errno_text(path);
+            return false;
+        }
+        if (n == 0) return true;
+        out.append(buf, static_cast<size_t>(n));
+        if (out.size() > max_bytes) {
+            error = too_large(path, "more than " + std::to_string(max_bytes), max_bytes);
+            out.clear();
+            return false;
+        }
+    }
+}
+
 std::unique_ptr<FileSystem> make_disk_fs() { return std::make_unique<DiskFs>(); }
 
-bool MemoryFs::read(const std::string& path, std::string& out, std::string& error) {
+bool MemoryFs::read(const std::string& path, std::string& out, std::string& error, size_t max_bytes) {
     auto it = files.find(norm(path));
-    if (it == files.end()) { error = path + ": No such file or directory"; return false; }
+    if (it == files.end()) {
+        error = path + (is_dir(path) ? ": not a regular file (a directory); sitegen reads only regular files"
+                                     : ": No such file or directory");
+        return false;
+    }
+    if (it->second.kind == Kind::fifo) {
+        error = path + ": not a regular file (a FIFO); sitegen reads only regular files";
+        return false;
+    }
+    if (it->second.kind == Kind::symlink) return read(it->second.data, out, error, max_bytes);
+    if (it->second.data.size() > max_bytes) {
+        error = too_large(path, std::to_string(it->second.data.size()), max_bytes);
+        return false;
+    }
     out = it->second.data;
     return true;
 }
@@ -214,7 +359,7 @@ bool MemoryFs::write(const std::string& path, const std::string& data, bool exec
         return false;
     }
     std::string p = norm(path);
-    files[p] = {data, executable};
+    files[p] = {data, executable, 0, Kind::regular};
     auto parent = fsys::path(p).parent_path().generic_string();
     if (!parent.empty()) dirs[parent] = true;
     return true;
@@ -243,6 +388,52 @@ std::vector<std::string> MemoryFs::list_files(const std::string& dir) {
     for (const auto& [k, v] : files)
         if (under(k, d)) out.push_back(k.substr(d.size() + 1));
     return out;  // std::map keeps them sorted
+}
+
+std::vector<TreeEntry> MemoryFs::scan(const std::string& dir) {
+    std::vector<TreeEntry> out;
+    const std::string d = norm(dir);
+    if (files.count(d) || !is_dir(d)) return out;
+    std::set<std::string> seen_dirs;
+    auto add_dirs = [&](const std::string& rel) {  // every parent of rel
+        for (auto slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1))
+            if (seen_dirs.insert(rel.substr(0, slash)).second) out.push_back({rel.substr(0, slash), TreeEntry::Type::dir, 0755, "a directory"});
+    };
+    for (const auto& [k, v] : files) {
+        if (!under(k, d)) continue;
+        const std::string rel = k.substr(d.size() + 1);
+        add_dirs(rel);
+        switch (v.kind) {
+            case Kind::regular:
+                out.push_back({rel, TreeEntry::Type::file, v.mode ? v.mode : (v.executable ? 0755u : 0644u), "a regular file"});
+                break;
+            case Kind::symlink: out.push_back({rel, TreeEntry::Type::symlink, 0777, "a symbolic link"}); break;
+            case Kind::fifo: out.push_back({rel, TreeEntry::Type::other, 0644, "a FIFO"}); break;
+        }
+    }
+    for (const auto& [k, v] : dirs) {
+        if (!under(k, d)) continue;
+        const std::string rel = k.substr(d.size() + 1);
+        add_dirs(rel + "/");
+    }
+    std::sort(out.begin(), out.end(), [](const TreeEntry& a, const TreeEntry& b) { return a.path < b.path; });
+    return out;
+}
+
+bool MemoryFs::entry(const std::string& path, TreeEntry& out) {
+    const std::string p = norm(path);
+    auto it = files.find(p);
+    if (it == files.end()) {
+        if (!is_dir(p)) return false;
+        out = {p, TreeEntry::Type::dir, 0755, "a directory"};
+        return true;
+    }
+    switch (it->second.kind) {
+        case Kind::regular: out = {p, TreeEntry::Type::file, it->second.mode ? it->second.mode : (it->second.executable ? 0755u : 0644u), "a regular file"}; break;
+        case Kind::symlink: out = {p, TreeEntry::Type::symlink, 0777, "a symbolic link"}; break;
+        case Kind::fifo: out = {p, TreeEntry::Type::other, 0644, "a FIFO"}; break;
+    }
+    return true;
 }
 
 std::vector<std::string> MemoryFs::list_dirs(const std::string& dir) {

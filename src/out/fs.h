@@ -2,6 +2,7 @@
 // and inject faults (disk full, unwritable directory, crash between files).
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <optional>
@@ -10,23 +11,55 @@
 
 namespace sitegen {
 
+// The most sitegen reads of one input file: site files, their extends targets, rule files.
+constexpr size_t kMaxInputFileBytes = size_t{8} << 20;  // = kMaxSiteFileBytes (site/load.h)
+// The most publish reads of one file of an output tree (a 10,000-stack manifest is ~15 MB).
+constexpr size_t kMaxOutputFileBytes = size_t{1} << 30;
+
+// Reads the regular file at `path` (symlinks followed) into `out`, refusing everything else
+// without waiting or reading: FIFOs (opened non-blocking, so a FIFO cannot hang), devices
+// (/dev/zero, /dev/urandom), sockets, directories, each with a clear message. At most
+// `max_bytes` are read, also from a file that grows while being read. False with `error` set
+// ("<path>: not a regular file (a FIFO)", "<path>: file is N bytes; ...") on failure.
+bool read_regular_file(const std::string& path, std::string& out, std::string& error, size_t max_bytes);
+
+// One entry of a tree as it is on disk (symlinks not followed).
+struct TreeEntry {
+    enum class Type { file, dir, symlink, other };
+    std::string path;  // relative to the scanned directory
+    Type type = Type::file;
+    unsigned mode = 0;  // permission bits (07777)
+    const char* what = "";  // for messages: "a FIFO", "a socket", "a character device", ...
+};
+
 class FileSystem {
 public:
     virtual ~FileSystem() = default;
     // Each returns false (and sets `error`) on failure; none throws.
-    virtual bool read(const std::string& path, std::string& out, std::string& error) = 0;
+    // Reads a regular file of at most `max_bytes` (see read_regular_file on disk).
+    virtual bool read(const std::string& path, std::string& out, std::string& error,
+                      size_t max_bytes = kMaxInputFileBytes) = 0;
     virtual bool write(const std::string& path, const std::string& data, bool executable,
                        std::string& error) = 0;  // creates parent dirs
     // Makes everything written under `path` durable (one syncfs, not one fsync per file).
     virtual bool sync(const std::string& path, std::string& error) = 0;
     virtual bool exists(const std::string& path) = 0;
     virtual bool is_dir(const std::string& path) = 0;
+    // Creates `path` and missing parents; directories it creates get mode 0755 (whatever the
+    // umask), so an output tree's modes do not depend on who built it.
     virtual bool make_dirs(const std::string& path, std::string& error) = 0;
     // Regular files under `dir`, relative, sorted.
     virtual std::vector<std::string> list_files(const std::string& dir) = 0;
+    // Everything under `dir` (files, directories, symlinks, FIFOs, ...), relative, sorted,
+    // without following symlinks; `dir` itself is not listed. Empty if `dir` is not a directory.
+    virtual std::vector<TreeEntry> scan(const std::string& dir) = 0;
+    // The type and mode of `path` itself (not following a final symlink); false if absent.
+    virtual bool entry(const std::string& path, TreeEntry& out) = 0;
     // Immediate subdirectories of `dir`, sorted.
     virtual std::vector<std::string> list_dirs(const std::string& dir) = 0;
     virtual bool rename(const std::string& from, const std::string& to, std::string& error) = 0;
+    // Removes `path` and everything under it, symlinks as links; directories a user made
+    // unwritable or unreadable (chmod 0500) are made writable first.
     virtual bool remove_all(const std::string& path, std::string& error) = 0;
     virtual bool is_executable(const std::string& path) = 0;
     // Atomically swaps two existing paths (renameat2 RENAME_EXCHANGE on disk).
@@ -46,13 +79,16 @@ struct SimulatedCrash {};
 // prefixes plus explicit entries from make_dirs.
 class MemoryFs : public FileSystem {
 public:
-    bool read(const std::string& path, std::string& out, std::string& error) override;
+    bool read(const std::string& path, std::string& out, std::string& error,
+              size_t max_bytes = kMaxInputFileBytes) override;
     bool write(const std::string& path, const std::string& data, bool executable,
                std::string& error) override;
     bool exists(const std::string& path) override;
     bool is_dir(const std::string& path) override;
     bool make_dirs(const std::string& path, std::string& error) override;
     std::vector<std::string> list_files(const std::string& dir) override;
+    std::vector<TreeEntry> scan(const std::string& dir) override;
+    bool entry(const std::string& path, TreeEntry& out) override;
     std::vector<std::string> list_dirs(const std::string& dir) override;
     bool rename(const std::string& from, const std::string& to, std::string& error) override;
     bool remove_all(const std::string& path, std::string& error) override;
@@ -70,9 +106,17 @@ public:
     // SimulatedCrash) before doing anything; 0 = never.
     int crash_at_rename = 0;
 
-    struct Entry { std::string data; bool executable = false; };
+    // A file: regular (mode 0755 if executable else 0644, or `mode` when set), or a symlink
+    // (data = target) or a FIFO, which read() refuses as the disk does.
+    enum class Kind { regular, symlink, fifo };
+    struct Entry {
+        std::string data;
+        bool executable = false;
+        unsigned mode = 0;  // 0: from `executable`
+        Kind kind = Kind::regular;
+    };
     std::map<std::string, Entry> files;
-    std::map<std::string, bool> dirs;
+    std::map<std::string, bool> dirs;  // mode 0755
 };
 
 }  // namespace sitegen

@@ -2,6 +2,7 @@
 #include "out/publish.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <sstream>
@@ -14,6 +15,7 @@ namespace {
 
 constexpr const char* kJournalName = ".sitegen-journal";
 constexpr const char* kLockName = ".sitegen.lock";
+constexpr unsigned kDirMode = 0755;  // every directory of a published tree (DiskFs::make_dirs)
 
 std::string join(const std::string& dir, const std::string& rel) {
     if (dir.empty() || dir == ".") return rel;
@@ -28,10 +30,22 @@ std::string staging_of(const std::string& root) {
     return parent + "." + leaf + ".sitegen-new";
 }
 
-struct ManifestEntry { std::string hash; bool executable = false; };
+std::string octal(unsigned mode) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "%04o", mode);
+    return buf;
+}
 
-std::map<std::string, ManifestEntry> parse_manifest(const std::string& text) {
-    std::map<std::string, ManifestEntry> out;
+// A tree as a fresh build leaves it: each file's hash and mode, by path relative to the root
+// (the manifest included); directories are the files' parents, each with mode 0755.
+struct FileSpec {
+    std::string hash;
+    unsigned mode = 0644;
+};
+using TreeSpec = std::map<std::string, FileSpec>;
+
+TreeSpec parse_manifest(const std::string& text) {
+    TreeSpec out;
     std::istringstream in(text);
     std::string line;
     while (std::getline(in, line)) {
@@ -39,15 +53,61 @@ std::map<std::string, ManifestEntry> parse_manifest(const std::string& text) {
         auto a = line.find(' ');
         auto b = a == std::string::npos ? a : line.find(' ', a + 1);
         if (b == std::string::npos) continue;
-        out[line.substr(b + 1)] = {line.substr(0, a), line.substr(a + 1, b - a - 1) == "755"};
+        out[line.substr(b + 1)] = {line.substr(0, a), line.substr(a + 1, b - a - 1) == "755" ? 0755u : 0644u};
     }
     return out;
 }
 
-std::string read_or_empty(FileSystem& fs, const std::string& path) {
+std::set<std::string> parent_dirs(const TreeSpec& spec) {
+    std::set<std::string> out;
+    for (const auto& [rel, f] : spec)
+        for (auto slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1))
+            out.insert(rel.substr(0, slash));
+    return out;
+}
+
+// The manifest of a live root, if it is a regular file ("" otherwise).
+std::string read_manifest(FileSystem& fs, const std::string& root) {
     std::string text, error;
-    if (!fs.read(path, text, error)) return {};
+    TreeEntry e;
+    if (!fs.entry(root + "/" + kManifestName, e) || e.type != TreeEntry::Type::file) return {};
+    if (!fs.read(root + "/" + kManifestName, text, error, kMaxOutputFileBytes)) return {};
     return text;
+}
+
+// The SHA-256 of a live file, or "" when it cannot be read (then it matches nothing).
+std::string hash_of(FileSystem& fs, const std::string& path) {
+    std::string text, error;
+    if (!fs.read(path, text, error, kMaxOutputFileBytes)) return {};
+    return sha256_hex(text);
+}
+
+// True when `live` is exactly the tree `spec` describes: a directory (0755) holding exactly
+// these regular files with these hashes and modes, their parent directories (0755) and
+// nothing else (no other file, directory, symlink, FIFO or socket).
+bool tree_matches(FileSystem& fs, const std::string& live, const TreeSpec& spec) {
+    TreeEntry root;
+    if (!fs.entry(live, root) || root.type != TreeEntry::Type::dir || root.mode != kDirMode) return false;
+    const std::set<std::string> dirs = parent_dirs(spec);
+    size_t files = 0;
+    for (const TreeEntry& e : fs.scan(live)) {
+        if (e.type == TreeEntry::Type::dir) {
+            if (!dirs.count(e.path) || e.mode != kDirMode) return false;
+            continue;
+        }
+        auto it = spec.find(e.path);
+        if (e.type != TreeEntry::Type::file || it == spec.end() || e.mode != it->second.mode) return false;
+        if (hash_of(fs, live + "/" + e.path) != it->second.hash) return false;
+        ++files;
+    }
+    return files == spec.size();
+}
+
+// Swaps a staged root in: an exchange when something is at `live` (whatever it is), else a
+// rename. Afterwards the old tree (if any) is at `staged`.
+bool swap_in(FileSystem& fs, const std::string& staged, const std::string& live, std::string& error) {
+    TreeEntry existing;
+    return fs.entry(live, existing) ? fs.exchange(staged, live, error) : fs.rename(staged, live, error);
 }
 
 }  // namespace
@@ -68,21 +128,28 @@ std::string manifest_text(const std::vector<const OutputFile*>& files_in_root, c
 bool recover_interrupted_publish(FileSystem& fs, const std::string& out_dir, Diagnostics& diags) {
     const std::string journal = join(out_dir, kJournalName);
     std::string text, error;
-    if (!fs.read(journal, text, error)) return true;  // nothing pending
+    if (!fs.read(journal, text, error, kMaxOutputFileBytes)) return true;  // nothing pending
     std::istringstream in(text);
     std::string hash, root;
     while (in >> hash >> root) {
         const std::string live = join(out_dir, root), staged = join(out_dir, staging_of(root));
-        const bool live_is_new = sha256_hex(read_or_empty(fs, live + "/" + kManifestName)) == hash;
-        if (!live_is_new && fs.is_dir(staged) &&
-            sha256_hex(read_or_empty(fs, staged + "/" + kManifestName)) == hash) {
-            bool ok = fs.is_dir(live) ? fs.exchange(staged, live, error) : fs.rename(staged, live, error);
-            if (!ok) {
-                diags.error({journal, 0, 0}, "cannot finish interrupted publish: " + error);
-                return false;
-            }
+        // Done when the live root is exactly the promised tree, byte for byte and mode for
+        // mode: a manifest that merely matches is not enough (--force rewrites a tree whose
+        // manifest is unchanged but whose files were edited).
+        const std::string live_manifest = read_manifest(fs, live);
+        bool done = sha256_hex(live_manifest) == hash;
+        if (done) {
+            TreeSpec spec = parse_manifest(live_manifest);
+            spec[kManifestName] = {hash, 0644};
+            done = tree_matches(fs, live, spec);
         }
-        if (fs.is_dir(staged) && !fs.remove_all(staged, error)) {
+        if (!done && fs.is_dir(staged) && sha256_hex(read_manifest(fs, staged)) == hash &&
+            !swap_in(fs, staged, live, error)) {
+            diags.error({journal, 0, 0}, "cannot finish interrupted publish: " + error);
+            return false;
+        }
+        TreeEntry left;
+        if (fs.entry(staged, left) && !fs.remove_all(staged, error)) {
             diags.error({journal, 0, 0}, "cannot remove " + staged + ": " + error);
             return false;
         }
@@ -126,52 +193,99 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
     std::map<std::string, std::string> manifests;
     for (auto& [root, root_files] : by_root) {
         const std::string live = join(out, root);
-        const auto old_manifest = parse_manifest(read_or_empty(fs, live + "/" + kManifestName));
-        std::set<std::string> fresh;
+        manifests[root] = manifest_text(root_files, root);
+        // What a fresh build leaves in this root, and what sitegen last wrote there.
+        TreeSpec fresh;
+        for (const OutputFile* f : root_files)
+            fresh[f->path.substr(root.size() + 1)] = {sha256_hex(f->contents), f->executable ? 0755u : 0644u};
+        fresh[kManifestName] = {sha256_hex(manifests[root]), 0644};
+        const TreeSpec old = parse_manifest(read_manifest(fs, live));
+        const std::set<std::string> fresh_dirs = parent_dirs(fresh), old_dirs = parent_dirs(old);
         bool differs = false;
-        for (const OutputFile* file : root_files) {
-            const OutputFile& f = *file;
-            const std::string rel = f.path.substr(root.size() + 1);
-            fresh.insert(rel);
-            std::string current;
-            bool exists = fs.read(join(out, f.path), current, error);
-            if (!exists) { report.added.push_back(f.path); differs = true; continue; }
-            if (current == f.contents && fs.is_executable(join(out, f.path)) == f.executable) {
-                ++report.unchanged;
+        // Anything sitegen would overwrite or remove that is not as sitegen wrote it is a hand
+        // edit: refused, or with --force a warning. Either way a fresh tree replaces it whole.
+        const auto hand_edit = [&](const std::string& rel, const std::string& why) {
+            const SourceRegion at{rel.empty() ? live : live + "/" + rel, 0, 0};
+            if (options.force)
+                diags.warning(at, "overwriting: " + why);
+            else
+                diags.error(at, why, "keep your change in the site definition, or rerun with --force to overwrite it");
+        };
+        std::set<std::string> present;  // fresh files that are on disk exactly as a fresh build writes them
+        std::set<std::string> occupied;  // paths with something other than a directory on them
+        TreeEntry top;
+        const bool exists = fs.entry(live, top);
+        if (exists && top.type != TreeEntry::Type::dir) {
+            hand_edit("", std::string("is ") + top.what + ", not a directory written by sitegen");
+            differs = true;
+        } else if (exists && top.mode != kDirMode) {
+            differs = true;  // a fresh tree's directories are 0755
+        }
+        for (const TreeEntry& e : exists ? fs.scan(live) : std::vector<TreeEntry>{}) {
+            const std::string shown = join(root, e.path);
+            const auto was = old.find(e.path);
+            const auto want = fresh.find(e.path);
+            const bool own = e.path == kManifestName;
+            if (e.type == TreeEntry::Type::dir) {
+                if (!fresh_dirs.count(e.path)) {
+                    if (!old_dirs.count(e.path)) hand_edit(e.path, "directory was not created by sitegen");
+                    differs = true;
+                } else if (e.mode != kDirMode) {
+                    differs = true;
+                }
+                continue;
+            }
+            occupied.insert(e.path);
+            if (e.type != TreeEntry::Type::file) {
+                if (own || was != old.end())
+                    hand_edit(e.path, std::string("file was replaced by ") + e.what + " since sitegen wrote it");
+                else
+                    hand_edit(e.path, std::string("file is ") + e.what + " that was not written by sitegen");
+                if (!own) (want != fresh.end() ? report.changed : report.removed).push_back(shown);
+                differs = true;
+                continue;
+            }
+            const std::string hash = hash_of(fs, live + "/" + e.path);
+            if (!own) {
+                if (was == old.end())
+                    hand_edit(e.path, "file was not written by sitegen");
+                else if (was->second.hash != hash)
+                    hand_edit(e.path, "file was edited by hand since sitegen wrote it");
+                else if (was->second.mode != e.mode)
+                    hand_edit(e.path, "file mode was changed by hand since sitegen wrote it (" + octal(e.mode) +
+                                          ", sitegen wrote " + octal(was->second.mode) + ")");
+            }
+            if (want == fresh.end()) {
+                report.removed.push_back(shown);
+                differs = true;
+            } else if (want->second.hash == hash && want->second.mode == e.mode) {
+                present.insert(e.path);
+                if (!own) ++report.unchanged;
             } else {
-                report.changed.push_back(f.path);
+                if (!own) report.changed.push_back(shown);
                 differs = true;
             }
         }
-        // Anything on disk that sitegen did not write as it is now is a hand edit.
-        for (const auto& rel : fs.list_files(live)) {
-            if (rel == kManifestName) continue;
-            auto m = old_manifest.find(rel);
-            std::string current;
-            fs.read(live + "/" + rel, current, error);
-            std::string why;
-            if (m == old_manifest.end()) why = "was not written by sitegen";
-            else if (m->second.hash != sha256_hex(current)) why = "was edited by hand since sitegen wrote it";
-            if (!why.empty()) {
-                if (options.force)
-                    diags.warning({live + "/" + rel, 0, 0}, "overwriting: file " + why);
-                else
-                    diags.error({live + "/" + rel, 0, 0}, "file " + why,
-                                "keep your change in the site definition, or rerun with --force to overwrite it");
-            }
-            if (!fresh.count(rel)) { report.removed.push_back(join(root, rel)); differs = true; }
+        for (const OutputFile* f : root_files) {
+            const std::string rel = f->path.substr(root.size() + 1);
+            if (present.count(rel)) continue;
+            differs = true;
+            if (!occupied.count(rel)) report.added.push_back(f->path);
         }
-        manifests[root] = manifest_text(root_files, root);
-        if (read_or_empty(fs, live + "/" + kManifestName) != manifests[root]) differs = true;
+        if (!present.count(kManifestName)) differs = true;
         if (differs) to_swap.push_back(root);
     }
     if (diags.has_errors()) return false;
     if (options.dry_run || to_swap.empty()) return true;
 
+    const auto discard_staging = [&] {
+        std::string ignored;
+        for (const auto& r : to_swap) fs.remove_all(join(out, staging_of(r)), ignored);
+    };
     // Stage every changed root completely before touching any live tree.
     for (const auto& root : to_swap) {
         const std::string staged = join(out, staging_of(root));
-        bool ok = !fs.exists(staged) || fs.remove_all(staged, error);
+        bool ok = fs.remove_all(staged, error);
         ok = ok && fs.make_dirs(staged, error);
         for (const OutputFile* file : by_root[root]) {
             const OutputFile& f = *file;
@@ -180,8 +294,7 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
         }
         ok = ok && fs.write(staged + "/" + kManifestName, manifests[root], false, error);
         if (!ok) {
-            std::string ignored;
-            for (const auto& r : to_swap) fs.remove_all(join(out, staging_of(r)), ignored);
+            discard_staging();
             diags.error({}, "cannot write the new tree (the previous one is untouched): " + error);
             report.io_error = true;
             return false;
@@ -190,8 +303,7 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
     // Staged bytes must be on disk before the journal promises them.
     for (const auto& root : to_swap)
         if (!fs.sync(join(out, staging_of(root)), error)) {
-            std::string ignored;
-            for (const auto& r : to_swap) fs.remove_all(join(out, staging_of(r)), ignored);
+            discard_staging();
             diags.error({}, "cannot sync the new tree (the previous one is untouched): " + error);
             report.io_error = true;
             return false;
@@ -200,13 +312,31 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
     std::string journal;
     for (const auto& root : to_swap) journal += sha256_hex(manifests[root]) + " " + root + "\n";
     if (!fs.write(join(out, kJournalName), journal, false, error)) {
-        std::string ignored;
-        for (const auto& r : to_swap) fs.remove_all(join(out, staging_of(r)), ignored);
+        discard_staging();
         diags.error({}, "cannot write the publish journal (the previous tree is untouched): " + error);
         report.io_error = true;
         return false;
     }
-    if (!recover_interrupted_publish(fs, out, diags)) { report.io_error = true; return false; }
+    // Every staged root is swapped in, whatever the live one holds; the old trees, now at the
+    // staging paths, are removed; then the journal.
+    for (const auto& root : to_swap)
+        if (!swap_in(fs, join(out, staging_of(root)), join(out, root), error)) {
+            diags.error({join(out, kJournalName), 0, 0},
+                        "cannot swap in the new tree (the next build finishes the swap): " + error);
+            report.io_error = true;
+            return false;
+        }
+    for (const auto& root : to_swap)
+        if (!fs.remove_all(join(out, staging_of(root)), error)) {
+            diags.error({join(out, kJournalName), 0, 0}, "cannot remove the previous tree: " + error);
+            report.io_error = true;
+            return false;
+        }
+    if (!fs.remove_all(join(out, kJournalName), error)) {
+        diags.error({join(out, kJournalName), 0, 0}, "cannot remove journal: " + error);
+        report.io_error = true;
+        return false;
+    }
     fs.unlock();
     return true;
 }

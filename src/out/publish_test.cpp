@@ -1,6 +1,9 @@
 // Publish: atomic swap, manifest, hand-edit detection, removal of stale files, crash safety.
 #include <catch2/catch.hpp>
 
+#include <functional>
+#include <tuple>
+
 #include "out/publish.h"
 
 using namespace sitegen;
@@ -137,4 +140,136 @@ TEST_CASE("dry run reports changes and writes nothing", "[publish]") {
     REQUIRE(publish(fs, kRoots, tree("one"), {"out", true, false}, report, diags));
     CHECK(report.added.size() == 3);
     CHECK(fs.files.empty());
+}
+
+namespace {
+
+// Everything a tree holds under `prefix`, as path -> (bytes, mode, kind): what "the same tree"
+// means for --force.
+std::map<std::string, std::tuple<std::string, unsigned, int>> tree_of(const MemoryFs& fs, const std::string& prefix) {
+    std::map<std::string, std::tuple<std::string, unsigned, int>> out;
+    for (const auto& [path, e] : fs.files)
+        if (path.rfind(prefix, 0) == 0)
+            out[path.substr(prefix.size())] = {e.data, e.mode ? e.mode : (e.executable ? 0755u : 0644u), static_cast<int>(e.kind)};
+    return out;
+}
+
+// Every kind of hand change to a published tree, one at a time and all at once.
+const std::vector<std::pair<std::string, std::function<void(MemoryFs&)>>> kHandChanges = {
+    {"edited file", [](MemoryFs& fs) { fs.files["out/modules-out/s/modulefiles/a/1.lua"].data += "-- mine\n"; }},
+    {"stray file", [](MemoryFs& fs) { fs.files["out/modules-out/s/notes.txt"] = {"mine", false}; }},
+    {"stray file in a stray dir", [](MemoryFs& fs) { fs.files["out/easyconfigs-out/s/z/zz/x.eb"] = {"x", false}; }},
+    {"stray empty dir", [](MemoryFs& fs) { fs.dirs["out/modules-out/s/modulefiles/b"] = true; }},
+    {"script replaced by a symlink", [](MemoryFs& fs) {
+         fs.files["elsewhere/run"] = fs.files["out/modules-out/s/software/a/1/bin/run"];
+         fs.files["out/modules-out/s/software/a/1/bin/run"] = {"elsewhere/run", false, 0, MemoryFs::Kind::symlink};
+     }},
+    {"stray FIFO", [](MemoryFs& fs) { fs.files["out/modules-out/s/fifo"] = {"", false, 0, MemoryFs::Kind::fifo}; }},
+    {"mode changed", [](MemoryFs& fs) { fs.files["out/modules-out/s/software/a/1/bin/run"].mode = 0700; }},
+    {"executable bit added", [](MemoryFs& fs) { fs.files["out/easyconfigs-out/s/a/a-1.eb"].executable = true; }},
+    {"manifest edited", [](MemoryFs& fs) { fs.files["out/modules-out/s/.sitegen-manifest"].data += "# mine\n"; }},
+    {"generated file deleted", [](MemoryFs& fs) { fs.files.erase("out/easyconfigs-out/s/a/a-1.eb"); }},
+};
+
+}  // namespace
+
+TEST_CASE("a forced publish leaves exactly the tree a fresh build writes, even when the outputs did not change", "[publish]") {
+    MemoryFs fresh;
+    Diagnostics diags;
+    REQUIRE(run(fresh, tree("one"), diags));
+    const auto want_modules = tree_of(fresh, "out/modules-out/s/");
+    const auto want_easyconfigs = tree_of(fresh, "out/easyconfigs-out/s/");
+    for (size_t k = 0; k <= kHandChanges.size(); ++k) {
+        const bool all = k == kHandChanges.size();
+        INFO((all ? std::string("all hand changes at once") : kHandChanges[k].first));
+        MemoryFs fs;
+        REQUIRE(run(fs, tree("one"), diags));
+        for (size_t j = 0; j < kHandChanges.size(); ++j)
+            if (all || j == k) kHandChanges[j].second(fs);
+        const auto changed = fs.files;
+        // Without --force: refused (or, for a deleted file, restored) -- never silently kept.
+        Diagnostics refused;
+        PublishReport plain;
+        const bool ok = run(fs, tree("one"), refused, false, &plain);
+        if (!ok) {
+            CHECK(refused.has_errors());
+            CHECK(fs.files.size() == changed.size());  // untouched
+        }
+        Diagnostics forced;
+        PublishReport report;
+        REQUIRE(run(fs, tree("one"), forced, true, &report));
+        CHECK_FALSE(forced.has_errors());
+        CHECK(tree_of(fs, "out/modules-out/s/") == want_modules);
+        CHECK(tree_of(fs, "out/easyconfigs-out/s/") == want_easyconfigs);
+        CHECK(fs.scan("out/modules-out/s").size() == fresh.scan("out/modules-out/s").size());  // no stray dirs
+        CHECK_FALSE(fs.exists("out/.sitegen-journal"));
+        CHECK_FALSE(fs.exists("out/modules-out/.s.sitegen-new"));
+        // And the next plain build agrees: nothing to do.
+        Diagnostics again;
+        PublishReport next;
+        REQUIRE(run(fs, tree("one"), again, false, &next));
+        CHECK(next.unchanged == 3);
+        CHECK(next.changed.empty());
+        CHECK(next.removed.empty());
+        CHECK(next.added.empty());
+    }
+}
+
+TEST_CASE("each kind of hand change is named without --force", "[publish]") {
+    const std::vector<std::pair<size_t, std::string>> expected = {
+        {0, "out/modules-out/s/modulefiles/a/1.lua: file was edited by hand since sitegen wrote it"},
+        {1, "out/modules-out/s/notes.txt: file was not written by sitegen"},
+        {2, "out/easyconfigs-out/s/z: directory was not created by sitegen"},
+        {3, "out/modules-out/s/modulefiles/b: directory was not created by sitegen"},
+        {4, "out/modules-out/s/software/a/1/bin/run: file was replaced by a symbolic link since sitegen wrote it"},
+        {5, "out/modules-out/s/fifo: file is a FIFO that was not written by sitegen"},
+        {6, "out/modules-out/s/software/a/1/bin/run: file mode was changed by hand since sitegen wrote it (0700, sitegen wrote 0755)"},
+        {7, "out/easyconfigs-out/s/a/a-1.eb: file mode was changed by hand since sitegen wrote it (0755, sitegen wrote 0644)"},
+    };
+    for (const auto& [k, message] : expected) {
+        INFO(kHandChanges[k].first);
+        MemoryFs fs;
+        Diagnostics diags;
+        REQUIRE(run(fs, tree("one"), diags));
+        kHandChanges[k].second(fs);
+        Diagnostics refused;
+        CHECK_FALSE(run(fs, tree("one"), refused));
+        std::vector<std::string> got;
+        for (const auto& d : refused.sorted()) got.push_back(d.where.file + ": " + d.message);
+        CHECK(std::find(got.begin(), got.end(), message) != got.end());
+    }
+}
+
+TEST_CASE("a crash at any rename of a forced rebuild is finished by the next run, exactly", "[publish]") {
+    MemoryFs fresh;
+    Diagnostics diags;
+    REQUIRE(run(fresh, tree("one"), diags));
+    for (int crash_at = 1; crash_at <= 8; ++crash_at) {
+        INFO("crash at rename " << crash_at);
+        MemoryFs fs;
+        REQUIRE(run(fs, tree("one"), diags));
+        for (const auto& change : kHandChanges) change.second(fs);
+        const auto old_modules = tree_of(fs, "out/modules-out/s/"), old_easyconfigs = tree_of(fs, "out/easyconfigs-out/s/");
+        fs.crash_at_rename = crash_at;
+        try {
+            run(fs, tree("one"), diags, true);
+        } catch (const SimulatedCrash&) {
+        }
+        fs.crash_at_rename = 0;
+        Diagnostics recovery;
+        REQUIRE(recover_interrupted_publish(fs, "out", recovery));
+        // Both roots are the hand-changed ones (the journal was not written yet) or both are
+        // exactly the fresh ones: never a mix, never a tree that is merely "manifest-equal".
+        const auto modules = tree_of(fs, "out/modules-out/s/"), easyconfigs = tree_of(fs, "out/easyconfigs-out/s/");
+        const bool is_old = modules == old_modules && easyconfigs == old_easyconfigs;
+        const bool is_new = modules == tree_of(fresh, "out/modules-out/s/") && easyconfigs == tree_of(fresh, "out/easyconfigs-out/s/");
+        CHECK(is_old != is_new);
+        CHECK_FALSE(fs.exists("out/modules-out/.s.sitegen-new"));
+        CHECK_FALSE(fs.exists("out/easyconfigs-out/.s.sitegen-new"));
+        // A forced run then converges.
+        Diagnostics forced;
+        REQUIRE(run(fs, tree("one"), forced, true));
+        CHECK(tree_of(fs, "out/modules-out/s/") == tree_of(fresh, "out/modules-out/s/"));
+        CHECK(tree_of(fs, "out/easyconfigs-out/s/") == tree_of(fresh, "out/easyconfigs-out/s/"));
+    }
 }

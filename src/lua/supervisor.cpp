@@ -1,0 +1,349 @@
+// Supervised Lua runs: fork, a shared page with the running call's deadline, a message pipe,
+// SIGKILL at the deadline.
+#include "lua/supervisor.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <exception>
+#include <fcntl.h>
+#include <new>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace sitegen {
+
+namespace {
+
+LuaIsolation g_isolation = LuaIsolation::child_process;
+WatchPage* g_page = nullptr;  // set in a supervised child only
+
+// The hook raises the time limit itself as soon as it sees it (with the exact line); the
+// parent gives it this long before it kills, so only code stuck in C is killed (or a child
+// that a busy machine did not run for that long).
+constexpr int64_t kKillSlackNs = 50'000'000;
+constexpr int kIdleTickMs = 20;                      // how often an idle parent looks for a new call
+constexpr uint32_t kMaxMessage = 64u << 20;          // longer frames are a protocol error
+
+int64_t to_ns(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+int64_t now_ns() { return to_ns(std::chrono::steady_clock::now()); }
+
+bool write_all(int fd, const char* p, size_t n) {
+    while (n > 0) {
+        const ssize_t w = ::write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        p += w;
+        n -= static_cast<size_t>(w);
+    }
+    return true;
+}
+
+class PipeOutbox : public Outbox {
+public:
+    explicit PipeOutbox(int fd) : fd_(fd) {}
+    void send(std::string_view message) override {
+        std::string frame;
+        frame.reserve(4 + message.size());
+        const auto n = static_cast<uint32_t>(message.size());
+        for (int i = 0; i < 4; ++i) frame += static_cast<char>((n >> (8 * i)) & 0xFF);
+        frame.append(message);
+        if (!write_all(fd_, frame.data(), frame.size())) ::_exit(4);  // the parent is gone
+    }
+
+private:
+    int fd_;
+};
+
+class DirectOutbox : public Outbox {
+public:
+    explicit DirectOutbox(const std::function<void(std::string_view)>& to) : to_(to) {}
+    void send(std::string_view message) override { to_(message); }
+
+private:
+    const std::function<void(std::string_view)>& to_;
+};
+
+// Frames from the child, delivered as they complete.
+class FrameReader {
+public:
+    explicit FrameReader(const std::function<void(std::string_view)>& to) : to_(to) {}
+    // False on a frame longer than any message may be.
+    bool feed(const char* p, size_t n) {
+        buf_.append(p, n);
+        while (buf_.size() - at_ >= 4) {
+            uint32_t len = 0;
+            for (int i = 0; i < 4; ++i) len |= static_cast<uint32_t>(static_cast<unsigned char>(buf_[at_ + i])) << (8 * i);
+            if (len > kMaxMessage) return false;
+            if (buf_.size() - at_ - 4 < len) break;
+            to_(std::string_view(buf_).substr(at_ + 4, len));
+            at_ += 4 + len;
+        }
+        if (at_ > 0 && (at_ == buf_.size() || at_ > (1u << 20))) {
+            buf_.erase(0, at_);
+            at_ = 0;
+        }
+        return true;
+    }
+
+private:
+    const std::function<void(std::string_view)>& to_;
+    std::string buf_;
+    size_t at_ = 0;
+};
+
+std::string display(const char* source) {
+    if (source[0] == '@' || source[0] == '=') return source + 1;
+    return source;
+}
+
+[[noreturn]] void child_main(int out_fd, pid_t parent, WatchPage* page, const std::function<void(Outbox&)>& body) {
+    // Die with the parent, and hold nothing of its open files (the output tree's lock).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(5);
+    if (out_fd > 3) ::close_range(3, static_cast<unsigned>(out_fd - 1), 0);
+    ::close_range(static_cast<unsigned>(out_fd + 1), ~0u, 0);
+    // A crash kills the child and is reported by the parent, not handled by the parent's
+    // handlers (a test framework's, a sanitizer's) running in the child.
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS, SIGPIPE, SIGTERM, SIGINT})
+        std::signal(sig, SIG_DFL);
+    g_page = page;
+    PipeOutbox box(out_fd);
+    int code = 0;
+    try {
+        body(box);
+    } catch (const std::bad_alloc&) {
+        code = 6;
+    } catch (...) {
+        code = 3;
+    }
+    ::_exit(code);  // no atexit handlers, no flushing of the parent's stdio buffers
+}
+
+std::string exit_text(int status) {
+    if (WIFSIGNALED(status)) {
+        const int sig = WTERMSIG(status);
+        const char* name = ::sigabbrev_np(sig);
+        return "the process running it died of signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "") +
+               (sig == SIGKILL ? ": out of memory?" : "");
+    }
+    switch (WEXITSTATUS(status)) {
+        case 3: return "the process running it failed (unexpected C++ exception)";
+        case 6: return "the process running it ran out of memory";
+        default: return "the process running it exited with status " + std::to_string(WEXITSTATUS(status));
+    }
+}
+
+}  // namespace
+
+void set_lua_isolation(LuaIsolation isolation) { g_isolation = isolation; }
+LuaIsolation lua_isolation() { return g_isolation; }
+WatchPage* supervised_page() { return g_page; }
+
+void watch_call_begins(std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds wall) {
+    if (!g_page) return;
+    g_page->wall_ms.store(wall.count(), std::memory_order_relaxed);
+    watch_position("", 0);  // no position of this call yet
+    g_page->deadline_ns.store(to_ns(deadline), std::memory_order_release);
+}
+
+void watch_call_ends() {
+    if (g_page) g_page->deadline_ns.store(0, std::memory_order_release);
+}
+
+void watch_position(const char* source, int line) {
+    if (!g_page) return;
+    const uint32_t next = g_page->published.load(std::memory_order_relaxed) + 1;
+    WatchPage::Slot& slot = g_page->slots[next % 2];
+    const size_t n = ::strnlen(source, sizeof slot.source - 1);
+    std::memcpy(slot.source, source, n);
+    slot.source[n] = 0;
+    slot.line = line;
+    g_page->published.store(next, std::memory_order_release);
+}
+
+RunEnd run_supervised(const std::function<void(Outbox&)>& body,
+                      const std::function<void(std::string_view)>& on_message) {
+    RunEnd end;
+    if (g_isolation == LuaIsolation::in_process || g_page) {  // (a child does not fork again)
+        DirectOutbox box(on_message);
+        try {
+            body(box);
+        } catch (const std::exception& e) {
+            end.kind = RunEnd::Kind::crashed;
+            end.why = std::string("failed: ") + e.what();
+        }
+        return end;
+    }
+    void* mem = ::mmap(nullptr, sizeof(WatchPage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        end.kind = RunEnd::Kind::crashed;
+        end.why = std::string("cannot map memory for a supervised process: ") + std::strerror(errno);
+        return end;
+    }
+    auto* page = new (mem) WatchPage();
+    struct Unmap { void* p; ~Unmap() { ::munmap(p, sizeof(WatchPage)); } } unmap{mem};
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+        end.kind = RunEnd::Kind::crashed;
+        end.why = std::string("cannot create a pipe: ") + std::strerror(errno);
+        return end;
+    }
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::close(fds[0]);
+        child_main(fds[1], parent, page, body);
+    }
+    ::close(fds[1]);
+    if (pid < 0) {
+        ::close(fds[0]);
+        end.kind = RunEnd::Kind::crashed;
+        end.why = std::string("cannot start a process to run it: ") + std::strerror(errno);
+        return end;
+    }
+    ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    FrameReader frames(on_message);
+    bool killed = false, broken = false, eof = false;
+    char buf[65536];
+    while (!eof) {
+        const int64_t deadline = page->deadline_ns.load(std::memory_order_acquire);
+        int timeout = kIdleTickMs;
+        if (deadline != 0) {
+            const int64_t left = deadline + kKillSlackNs - now_ns();
+            if (left <= 0) {
+                ::kill(pid, SIGKILL);
+                killed = true;
+                break;
+            }
+            timeout = static_cast<int>(std::min<int64_t>(left / 1'000'000 + 1, kIdleTickMs * 50));
+        }
+        pollfd p{fds[0], POLLIN, 0};
+        if (::poll(&p, 1, timeout) < 0 && errno != EINTR) {
+            ::kill(pid, SIGKILL);
+            broken = true;
+            break;
+        }
+        for (;;) {
+            const ssize_t n = ::read(fds[0], buf, sizeof buf);
+            if (n > 0) {
+                if (!frames.feed(buf, static_cast<size_t>(n))) {
+                    ::kill(pid, SIGKILL);
+                    broken = true;
+                    eof = true;
+                    break;
+                }
+                continue;
+            }
+            if (n == 0) eof = true;
+            else if (errno == EINTR) continue;
+            else if (errno != EAGAIN) eof = broken = true;
+            break;
+        }
+    }
+    // What the child wrote before it died is still in the pipe: deliver whole frames.
+    if (killed) {
+        ::fcntl(fds[0], F_SETFL, 0);
+        for (;;) {
+            const ssize_t n = ::read(fds[0], buf, sizeof buf);
+            if (n > 0 && frames.feed(buf, static_cast<size_t>(n))) continue;
+            if (n < 0 && errno == EINTR) continue;
+            break;
+        }
+    }
+    ::close(fds[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    const auto& slot = page->slots[page->published.load(std::memory_order_acquire) % 2];
+    char source[sizeof slot.source];
+    std::memcpy(source, slot.source, sizeof source);
+    source[sizeof source - 1] = 0;
+    if (killed) {
+        end.kind = RunEnd::Kind::timed_out;
+        end.why = "time limit exceeded: ran longer than " + std::to_string(page->wall_ms.load()) +
+                  " ms (stopped in a library call, e.g. a backtracking pattern?)";
+    } else if (broken || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        end.kind = RunEnd::Kind::crashed;
+        end.why = broken ? "the process running it sent a malformed message" : exit_text(status);
+    }
+    if (end.kind != RunEnd::Kind::finished && source[0]) {
+        end.file = display(source);
+        end.line = slot.line;
+    }
+    return end;
+}
+
+MessageWriter& MessageWriter::u8(uint8_t v) {
+    out_ += static_cast<char>(v);
+    return *this;
+}
+
+MessageWriter& MessageWriter::i64(int64_t v) {
+    for (int i = 0; i < 8; ++i) out_ += static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xFF);
+    return *this;
+}
+
+MessageWriter& MessageWriter::str(std::string_view v) {
+    i64(static_cast<int64_t>(v.size()));
+    out_.append(v);
+    return *this;
+}
+
+uint8_t MessageReader::u8() {
+    if (at_ + 1 > in_.size()) {
+        ok_ = false;
+        return 0;
+    }
+    return static_cast<uint8_t>(in_[at_++]);
+}
+
+int64_t MessageReader::i64() {
+    if (at_ + 8 > in_.size()) {
+        ok_ = false;
+        at_ = in_.size();
+        return 0;
+    }
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(in_[at_ + i])) << (8 * i);
+    at_ += 8;
+    return static_cast<int64_t>(v);
+}
+
+std::string MessageReader::str() {
+    const int64_t n = i64();
+    if (!ok_ || n < 0 || static_cast<uint64_t>(n) > in_.size() - at_) {
+        ok_ = false;
+        at_ = in_.size();
+        return {};
+    }
+    std::string out(in_.substr(at_, static_cast<size_t>(n)));
+    at_ += static_cast<size_t>(n);
+    return out;
+}
+
+void put_diagnostic(MessageWriter& w, const Diagnostic& d) {
+    w.u8(static_cast<uint8_t>(d.severity)).str(d.where.file).i64(d.where.line).i64(d.where.column).str(d.message).str(d.hint);
+}
+
+Diagnostic get_diagnostic(MessageReader& r) {
+    Diagnostic d;
+    const uint8_t severity = r.u8();
+    d.severity = severity == 1 ? Severity::warning : severity == 2 ? Severity::note : Severity::error;
+    d.where.file = r.str();
+    d.where.line = static_cast<int>(r.i64());
+    d.where.column = static_cast<int>(r.i64());
+    d.message = r.str();
+    d.hint = r.str();
+    return d;
+}
+
+}  // namespace sitegen

@@ -1,0 +1,99 @@
+// supervisor: runs Lua work in a forked child process that the parent SIGKILLs when a call
+// passes its wall limit, so no Lua execution outlives its limit, whatever it calls: a
+// backtracking pattern inside string.find, a sort, a handler run with hooks off. The child
+// streams its results back as messages over a pipe; the caller records the failure of the
+// step that was running and starts a new child from the next step.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "site/diagnostics.h"
+
+namespace sitegen {
+
+// child_process (default): every supervised run forks. in_process: runs in this process with
+// only the sandbox's hook limits (for the fuzzer, which must see the coverage; and where
+// fork is impossible). Tests switch it to check both.
+enum class LuaIsolation { child_process, in_process };
+void set_lua_isolation(LuaIsolation isolation);
+LuaIsolation lua_isolation();
+
+// What the parent knows about the call a supervised child is running: its deadline and the
+// last position of untrusted Lua code (on one shared page; the parent reads the position only
+// after the child is dead). Written by the sandbox in the child, never by the parent.
+struct WatchPage {
+    std::atomic<int64_t> deadline_ns{0};  // steady_clock, nanoseconds; 0 = no call running
+    std::atomic<int64_t> wall_ms{0};      // that call's limit, for the message
+    std::atomic<uint32_t> published{0};   // slot (published % 2) holds the latest position
+    struct Slot {
+        char source[240];  // Lua chunk source ("@rules/x.lua"); "" = unknown
+        int32_t line;
+    } slots[2];
+};
+static_assert(std::atomic<int64_t>::is_always_lock_free, "WatchPage is shared between processes");
+
+// The page of the supervised child this process is (null in the parent and in process).
+WatchPage* supervised_page();
+// Called by the sandbox around every protected call and as untrusted code runs.
+void watch_call_begins(std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds wall);
+void watch_call_ends();
+void watch_position(const char* source, int line);
+
+// Where the child sends its results: one message (bytes) at a time, in order.
+class Outbox {
+public:
+    virtual ~Outbox() = default;
+    virtual void send(std::string_view message) = 0;
+};
+
+// How a supervised run ended.
+struct RunEnd {
+    enum class Kind { finished, timed_out, crashed } kind = Kind::finished;
+    std::string why;   // timed_out: "time limit exceeded: ...", crashed: "... (signal 11)"
+    std::string file;  // last position of untrusted code when it ended abnormally ("" = unknown)
+    int line = 0;
+};
+
+// Runs body(outbox) in a child process (or in process) and hands each message it sends to
+// on_message, in order, as it arrives. Returns when the body returned (finished), or when the
+// child was killed at a call's deadline (timed_out) or died (crashed); a message cut off by
+// the end is dropped. Never throws; on_message must not throw either.
+RunEnd run_supervised(const std::function<void(Outbox&)>& body,
+                      const std::function<void(std::string_view)>& on_message);
+
+// A small binary encoding for messages.
+class MessageWriter {
+public:
+    MessageWriter& u8(uint8_t v);
+    MessageWriter& i64(int64_t v);
+    MessageWriter& str(std::string_view v);
+    const std::string& bytes() const { return out_; }
+
+private:
+    std::string out_;
+};
+
+class MessageReader {
+public:
+    explicit MessageReader(std::string_view in) : in_(in) {}
+    uint8_t u8();
+    int64_t i64();
+    std::string str();
+    bool ok() const { return ok_; }  // false once a read ran past the end
+
+private:
+    std::string_view in_;
+    size_t at_ = 0;
+    bool ok_ = true;
+};
+
+// A finding as a message field, and back.
+void put_diagnostic(MessageWriter& w, const Diagnostic& d);
+Diagnostic get_diagnostic(MessageReader& r);
+
+}  // namespace sitegen

@@ -1,0 +1,167 @@
+// File system: only regular files are read (devices, FIFOs, sockets, directories and links to
+// them are refused at once, without hanging or reading), the size limit holds while reading,
+// trees are scanned without following links, and removal gets through locked directories.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "out/fs.h"
+#include "test_support.h"
+
+using namespace sitegen;
+using sitegen::test::TempDir;
+
+namespace {
+
+struct Read {
+    bool ok;
+    std::string text, error;
+    double seconds;
+};
+
+Read read_with(FileSystem& fs, const std::string& path, size_t max = kMaxInputFileBytes) {
+    Read r;
+    const auto start = std::chrono::steady_clock::now();
+    r.ok = fs.read(path, r.text, r.error, max);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+}
+
+// A bound Unix socket at `path` (kept open for the test's duration).
+struct Socket {
+    int fd = -1;
+    explicit Socket(const std::string& path) {
+        fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        REQUIRE(path.size() < sizeof addr.sun_path);
+        std::strcpy(addr.sun_path, path.c_str());
+        REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    }
+    ~Socket() { ::close(fd); }
+};
+
+}  // namespace
+
+TEST_CASE("reading refuses every kind of special file at once, with what it is", "[fs]") {
+    TempDir dir("fs-test");
+    REQUIRE(::mkfifo(dir.file("fifo").c_str(), 0644) == 0);
+    Socket socket(dir.file("socket"));
+    std::filesystem::create_directory(dir.file("dir"));
+    const std::pair<std::string, std::string> cases[] = {
+        {"/dev/zero", "(a character device)"},
+        {"/dev/urandom", "(a character device)"},
+        {"/dev/null", "(a character device)"},
+        {dir.file("fifo"), "(a FIFO)"},
+        {dir.file("socket"), "(a socket)"},
+        {dir.file("dir"), "(a directory)"},
+    };
+    auto disk = make_disk_fs();
+    int n = 0;
+    for (const auto& [target, what] : cases) {
+        // The file itself, and a symlink to it (site files and rule files may be links).
+        const std::string link = dir.file("link" + std::to_string(n++));
+        std::filesystem::create_symlink(target, link);
+        for (const auto& path : {target, link}) {
+            const Read r = read_with(*disk, path);
+            INFO(path << ": " << r.error << " in " << r.seconds << " s");
+            CHECK_FALSE(r.ok);
+            CHECK(r.error == path + ": not a regular file " + what + "; sitegen reads only regular files");
+            CHECK(r.text.empty());
+            CHECK(r.seconds < 1.0);
+            std::string text, error;
+            CHECK_FALSE(read_regular_file(path, text, error, 100));
+            CHECK(error == r.error);
+        }
+    }
+    const Read dangling = read_with(*disk, dir.file("missing"));
+    CHECK(dangling.error == dir.file("missing") + ": No such file or directory");
+    std::filesystem::create_symlink(dir.file("missing"), dir.file("dangling"));
+    CHECK(read_with(*disk, dir.file("dangling")).error == dir.file("dangling") + ": No such file or directory");
+}
+
+TEST_CASE("the size limit holds while reading: at the limit is read, one byte more is not", "[fs]") {
+    TempDir dir("fs-test");
+    auto disk = make_disk_fs();
+    sitegen::test::write_file(dir.file("exact"), std::string(1000, 'x'));
+    sitegen::test::write_file(dir.file("over"), std::string(1001, 'x'));
+    CHECK(read_with(*disk, dir.file("exact"), 1000).text.size() == 1000);
+    const Read over = read_with(*disk, dir.file("over"), 1000);
+    CHECK_FALSE(over.ok);
+    CHECK(over.error == dir.file("over") + ": file is 1001 bytes; the limit is 1000 bytes");
+    // The default limit is the site-file limit, with the site-file wording.
+    sitegen::test::write_file(dir.file("big.toml"), std::string(kMaxInputFileBytes + 1, '#'));
+    const Read big = read_with(*disk, dir.file("big.toml"));
+    CHECK(big.error == dir.file("big.toml") + ": file is 8388609 bytes; site files are limited to 8388608 bytes");
+    CHECK(big.text.empty());
+    // A file that grows while it is read (a log, /proc) is cut off one byte past the limit.
+    std::string proc, error;
+    CHECK(read_regular_file("/proc/self/status", proc, error, 1 << 20));  // size 0 in stat, content read
+    CHECK_THAT(proc, Catch::Matchers::Contains("Name:"));
+    CHECK_FALSE(read_regular_file("/proc/self/status", proc, error, 16));
+    CHECK(error == "/proc/self/status: file is more than 16 bytes; the limit is 16 bytes");
+}
+
+TEST_CASE("the in-memory file system refuses FIFOs and large files as the disk does", "[fs]") {
+    MemoryFs fs;
+    fs.files["a/fifo"] = {"", false, 0, MemoryFs::Kind::fifo};
+    fs.files["a/big"] = {std::string(20, 'x'), false};
+    fs.files["a/link"] = {"a/big", false, 0, MemoryFs::Kind::symlink};
+    CHECK(read_with(fs, "a/fifo").error == "a/fifo: not a regular file (a FIFO); sitegen reads only regular files");
+    CHECK(read_with(fs, "a").error == "a: not a regular file (a directory); sitegen reads only regular files");
+    CHECK(read_with(fs, "a/big", 10).error == "a/big: file is 20 bytes; the limit is 10 bytes");
+    CHECK(read_with(fs, "a/link").text == std::string(20, 'x'));
+}
+
+TEST_CASE("scan lists a tree as it is: links and FIFOs as such, modes, nothing followed", "[fs]") {
+    TempDir dir("fs-test");
+    TempDir outside("fs-outside");
+    outside.write("secret/file", "x");
+    dir.write("t/a/file", "x");
+    ::chmod(dir.file("t/a/file").c_str(), 0600);
+    std::filesystem::create_symlink(outside.file("secret"), dir.file("t/link"));
+    REQUIRE(::mkfifo(dir.file("t/fifo").c_str(), 0644) == 0);
+    auto disk = make_disk_fs();
+    std::vector<std::string> seen;
+    for (const auto& e : disk->scan(dir.file("t")))
+        seen.push_back(e.path + " " + std::to_string(static_cast<int>(e.type)) + " " + e.what);
+    CHECK(seen == std::vector<std::string>{"a 1 a directory", "a/file 0 a regular file", "fifo 3 a FIFO",
+                                           "link 2 a symbolic link"});
+    TreeEntry e;
+    REQUIRE(disk->entry(dir.file("t/a/file"), e));
+    CHECK(e.mode == 0600);
+    CHECK(disk->scan(dir.file("t/link")).empty());  // a link to a directory is not a directory
+}
+
+TEST_CASE("directories are made 0755 whatever the umask; removal gets through locked ones", "[fs]") {
+    TempDir dir("fs-test");
+    TempDir outside("fs-outside");
+    const std::string kept = outside.write("keep/me", "precious");
+    auto disk = make_disk_fs();
+    const mode_t old = ::umask(077);
+    std::string error;
+    const bool made = disk->make_dirs(dir.file("x/y/z"), error);
+    const bool wrote = disk->write(dir.file("x/w/f"), "data", false, error);
+    ::umask(old);
+    REQUIRE(made);
+    REQUIRE(wrote);
+    for (const char* d : {"x", "x/y", "x/y/z", "x/w"}) {
+        TreeEntry e;
+        REQUIRE(disk->entry(dir.file(d), e));
+        CHECK(e.mode == 0755);
+    }
+    // A tree a user locked (0500 and 0000 directories) with a link out of it.
+    dir.write("x/y/z/deep", "d");
+    std::filesystem::create_symlink(outside.file("keep"), dir.file("x/y/out"));
+    ::chmod(dir.file("x/y/z").c_str(), 0000);
+    ::chmod(dir.file("x/y").c_str(), 0500);
+    REQUIRE(disk->remove_all(dir.file("x"), error));
+    CHECK_FALSE(std::filesystem::exists(dir.file("x")));
+    CHECK(sitegen::test::read_file(kept) == "precious");  // the link was removed, not followed
+    CHECK(disk->remove_all(dir.file("never-there"), error));
+}
