@@ -172,20 +172,63 @@ void read_rows(TomlReader& r, T& object) {
         }, row.member);
 }
 
+// ---- which files may be read: those under the sites directory ---------------------------
+
+namespace stdfs = std::filesystem;
+
+std::string lexical(const std::string& p) {
+    return stdfs::path(p).lexically_normal().generic_string();
+}
+
+// Normalised, without a trailing separator (so that lexically_relative compares names only).
+stdfs::path normal(stdfs::path p) {
+    p = p.lexically_normal();
+    if (p.has_relative_path() && !p.has_filename()) p = p.parent_path();
+    return p;
+}
+
+bool is_under(const stdfs::path& path, const stdfs::path& root) {
+    const stdfs::path relative = path.lexically_relative(root);
+    return !relative.empty() && *relative.begin() != "..";
+}
+
+// `path` made absolute against the working directory, without touching the file system.
+stdfs::path absolute_lexical(const std::string& path) {
+    std::error_code ec;
+    stdfs::path out = stdfs::absolute(path, ec);
+    return normal(ec ? stdfs::path(path) : out);
+}
+
+// Why `target` may not be read ("" when it may): it must lie under the sites directory as
+// written and, on the real disk, once symbolic links are resolved on both sides. MemoryFs has
+// no links (and its paths are not on disk), so the second test is for the disk only; a
+// FileSystem::real_path would let this ask `fs` instead.
+std::string outside_sites_dir(FileSystem& files, const std::string& target, const std::string& sites_dir) {
+    const std::string where = "the sites directory '" + sites_dir + "'";
+    if (!is_under(absolute_lexical(target), absolute_lexical(sites_dir))) return "is outside " + where;
+    if (dynamic_cast<MemoryFs*>(&files)) return "";
+    std::error_code ec;
+    const stdfs::path real_target = normal(stdfs::weakly_canonical(target, ec));
+    if (ec) return "cannot be resolved: " + ec.message();
+    const stdfs::path real_root = normal(stdfs::weakly_canonical(sites_dir, ec));
+    if (ec) return "cannot be resolved: " + ec.message();
+    if (!is_under(real_target, real_root)) return "leads outside " + where + " through a symbolic link";
+    return "";
+}
+
+// ---- layers ------------------------------------------------------------------------------
+
 struct Loader {
     FileSystem& fs;
     Site& site;
     Diagnostics& diags;
+    std::string sites_dir;           // nothing outside it is read
     std::vector<std::string> chain;  // canonical paths currently being applied
 
     void apply_file(const std::string& path, const std::string& text, const SourceRegion& from, int depth);
     void apply_layer(const toml::table& root, const std::string& path, int depth);
     void apply_extends(TomlReader& top, const std::string& path, int depth);
 };
-
-std::string lexical(const std::string& p) {
-    return std::filesystem::path(p).lexically_normal().generic_string();
-}
 
 void Loader::apply_file(const std::string& path, const std::string& text, const SourceRegion& from,
                         int depth) {
@@ -205,6 +248,12 @@ void Loader::apply_file(const std::string& path, const std::string& text, const 
         diags.error({path, 0, 0}, "file is " + std::to_string(text.size()) +
                                       " bytes; site files are limited to " +
                                       std::to_string(kMaxSiteFileBytes) + " bytes");
+        return;
+    }
+    if (const auto deep = find_over_deep_key(text, kMaxDottedKeyDepth)) {  // toml++ would overflow the stack
+        diags.error({path, deep->line, deep->column},
+                    "dotted keys and table headers nest tables more than " + std::to_string(kMaxDottedKeyDepth) +
+                        " deep");
         return;
     }
     toml::table root;
@@ -231,10 +280,14 @@ void Loader::apply_layer(const toml::table& root, const std::string& path, int d
 void Loader::apply_extends(TomlReader& top, const std::string& path, int depth) {
     std::vector<std::string> extends;
     if (!top.read("extends", extends)) return;
-    const auto dir = std::filesystem::path(path).parent_path();
+    const auto dir = stdfs::path(path).parent_path();
     for (size_t i = 0; i < extends.size(); ++i) {
         SourceRegion at = site.regions["extends." + std::to_string(i)];
         std::string target = lexical((dir / extends[i]).generic_string());
+        if (const std::string why = outside_sites_dir(fs, target, sites_dir); !why.empty()) {
+            diags.error(at, "'" + extends[i] + "' " + why + ": only files under it can be extended");
+            continue;
+        }
         std::string text, error;
         if (!fs.read(target, text, error)) {
             diags.error(at, "cannot read extended file: " + error);
@@ -257,23 +310,37 @@ std::vector<std::string> list_sites(FileSystem& fs, const std::string& sites_dir
     return out;
 }
 
-bool load_site_text(FileSystem& fs, const std::string& path, const std::string& text, Site& out,
-                    Diagnostics& diags) {
+namespace {
+
+bool load_layers(FileSystem& fs, const std::string& sites_dir, const std::string& path, const std::string& text,
+                 Site& out, Diagnostics& diags) {
     size_t before = diags.error_count();
-    Loader loader{fs, out, diags, {}};
+    Loader loader{fs, out, diags, sites_dir, {}};
     loader.apply_file(path, text, {path, 0, 0}, 0);
     return diags.error_count() == before;
+}
+
+}  // namespace
+
+bool load_site_text(FileSystem& fs, const std::string& path, const std::string& text, Site& out,
+                    Diagnostics& diags) {
+    const std::string sites_dir = stdfs::path(path).parent_path().parent_path().generic_string();
+    return load_layers(fs, sites_dir, path, text, out, diags);
 }
 
 bool load_site(FileSystem& fs, const std::string& sites_dir, const std::string& name, Site& out,
                Diagnostics& diags) {
     const std::string path = site_file(sites_dir, name);
     std::string text, error;
+    if (const std::string why = outside_sites_dir(fs, path, sites_dir); !why.empty()) {
+        diags.error({}, "cannot read site '" + name + "': " + path + " " + why);
+        return false;
+    }
     if (!fs.read(path, text, error)) {
         diags.error({}, "cannot read site '" + name + "': " + error);
         return false;
     }
-    return load_site_text(fs, path, text, out, diags);
+    return load_layers(fs, sites_dir, path, text, out, diags);
 }
 
 }  // namespace sitegen

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 
 #include "text/quote.h"
 #include "site/schema.h"
@@ -229,6 +230,189 @@ void TomlReader::report_unknown_keys() {
         diags_.error(region_of(k.source()), "unknown key '" + name + "' " + where,
                      did_you_mean(name, known));
     }
+}
+
+}  // namespace sitegen
+
+// ---- dotted-key depth, before toml++ sees the text ----------------------------------------
+
+namespace sitegen {
+
+namespace {
+
+// Just enough of TOML's lexical structure to find keys: strings, comments, headers, key/value
+// pairs, arrays and inline tables. Invalid text is skipped forward (toml++ reports it).
+class KeyDepthScanner {
+public:
+    KeyDepthScanner(std::string_view text, int limit) : text_(text), limit_(limit) {}
+    std::optional<size_t> run();  // byte offset of the first part beyond the limit
+
+private:
+    // What the text at the cursor is expected to be.
+    enum class Mode { line, key, value, after_value };
+    struct Open {
+        bool is_array;  // else an inline table
+        int depth;      // tables opened by dotted keys above its values or keys
+    };
+
+    bool at_end() const { return pos_ >= text_.size(); }
+    char peek(size_t ahead = 0) const { return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0'; }
+    bool starts_with(std::string_view s) const { return !at_end() && text_.substr(pos_, s.size()) == s; }
+    void skip_blanks() { while (peek() == ' ' || peek() == '\t' || peek() == '\r') ++pos_; }
+    void skip_comment() { while (!at_end() && peek() != '\n') ++pos_; }
+    void skip_string();
+    static bool is_bare_key_char(char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return std::isalnum(u) || c == '_' || c == '-' || u >= 0x80;  // (non-ASCII: unreleased TOML 1.1 keys)
+    }
+    static bool ends_scalar(char c) { return c == '\0' || std::strchr(",]}#\n \t\r", c); }
+    // A (dotted) key. `tables` counts the parts that open a table: all of a header's, all but
+    // the last of a key's. False when base + tables goes beyond the limit (pos_ at that part).
+    bool scan_key(int base, bool is_header, int& tables);
+
+    void line();
+    void key();
+    void value();
+    void after_value();
+
+    std::string_view text_;
+    int limit_;
+    size_t pos_ = 0;
+    Mode mode_ = Mode::line;
+    int header_depth_ = 0;
+    int value_depth_ = 0;  // tables opened by dotted keys above the value being scanned
+    std::vector<Open> open_;
+    bool too_deep_ = false;
+};
+
+void KeyDepthScanner::skip_string() {
+    const char quote = peek();
+    const bool basic = quote == '"';
+    const std::string triple(3, quote);
+    if (starts_with(triple)) {
+        pos_ += 3;
+        while (!at_end() && !starts_with(triple)) pos_ += (basic && peek() == '\\') ? 2 : 1;
+        pos_ += 3;
+        while (peek() == quote) ++pos_;  // up to two quotes may end the content
+        return;
+    }
+    ++pos_;
+    while (!at_end() && peek() != quote && peek() != '\n') pos_ += (basic && peek() == '\\') ? 2 : 1;
+    if (peek() == quote) ++pos_;
+}
+
+bool KeyDepthScanner::scan_key(int base, bool is_header, int& tables) {
+    tables = 0;
+    for (;;) {
+        skip_blanks();
+        const size_t part = pos_;
+        if (peek() == '"' || peek() == '\'') skip_string();
+        else while (is_bare_key_char(peek())) ++pos_;
+        if (pos_ == part) return true;  // not a key: toml++ reports it
+        skip_blanks();
+        const bool dotted = peek() == '.';
+        if ((dotted || is_header) && base + ++tables > limit_) {
+            pos_ = part;
+            return false;
+        }
+        if (!dotted) return true;
+        ++pos_;
+    }
+}
+
+// Start of a top-level line: blank, comment, [table] / [[array]] header or key = value.
+void KeyDepthScanner::line() {
+    skip_blanks();
+    if (peek() == '\n') { ++pos_; return; }
+    if (peek() == '#') { skip_comment(); return; }
+    if (peek() != '[') { mode_ = Mode::key; return; }
+    pos_ += starts_with("[[") ? 2 : 1;
+    if (!scan_key(0, true, header_depth_)) { too_deep_ = true; return; }
+    skip_comment();  // the closing bracket(s) and an optional comment
+}
+
+void KeyDepthScanner::key() {
+    const int base = open_.empty() ? header_depth_ : open_.back().depth;
+    skip_blanks();
+    if (!open_.empty() && peek() == '}') { mode_ = Mode::after_value; return; }  // {} or a trailing comma
+    int tables = 0;
+    if (!scan_key(base, false, tables)) { too_deep_ = true; return; }
+    skip_blanks();
+    if (peek() != '=') {  // not a key/value pair: toml++ reports it; resume on the next line
+        skip_comment();
+        open_.clear();
+        mode_ = Mode::line;
+        return;
+    }
+    ++pos_;
+    value_depth_ = base + tables;
+    mode_ = Mode::value;
+}
+
+void KeyDepthScanner::value() {
+    skip_blanks();
+    const char c = peek();
+    const bool in_array = !open_.empty() && open_.back().is_array;
+    if (in_array && c == '#') { skip_comment(); return; }
+    if (in_array && c == '\n') { ++pos_; return; }  // arrays span lines
+    if (in_array && c == ']') { mode_ = Mode::after_value; return; }  // [] or a trailing comma
+    if (c == '[') { ++pos_; open_.push_back({true, value_depth_}); return; }
+    if (c == '{') { ++pos_; open_.push_back({false, value_depth_}); mode_ = Mode::key; return; }
+    if (c == '"' || c == '\'') skip_string();
+    else while (!at_end() && !ends_scalar(peek())) ++pos_;  // number, date, boolean
+    mode_ = Mode::after_value;
+}
+
+void KeyDepthScanner::after_value() {
+    skip_blanks();
+    const char c = peek();
+    if (c == '#') { skip_comment(); return; }
+    if (open_.empty()) {  // a top-level value ends with its line
+        skip_comment();
+        mode_ = Mode::line;
+        return;
+    }
+    ++pos_;
+    if (c == '\n') return;  // arrays span lines
+    if (c == ']' || c == '}') {
+        open_.pop_back();
+        return;
+    }
+    if (c == ',') {
+        value_depth_ = open_.back().depth;
+        mode_ = open_.back().is_array ? Mode::value : Mode::key;
+    }
+}
+
+std::optional<size_t> KeyDepthScanner::run() {
+    if (starts_with("\xEF\xBB\xBF")) pos_ = 3;  // a UTF-8 byte order mark, which toml++ skips too
+    while (!at_end() && !too_deep_) {
+        switch (mode_) {
+            case Mode::line: line(); break;
+            case Mode::key: key(); break;
+            case Mode::value: value(); break;
+            case Mode::after_value: after_value(); break;
+        }
+    }
+    if (too_deep_) return pos_;
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<OverDeepKey> find_over_deep_key(std::string_view text, int limit) {
+    const auto offset = KeyDepthScanner(text, limit).run();
+    if (!offset) return std::nullopt;
+    OverDeepKey at{1, 1};
+    for (size_t i = 0; i < *offset; ++i) {
+        if (text[i] == '\n') {
+            ++at.line;
+            at.column = 1;
+        } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+            ++at.column;  // UTF-8 continuation bytes belong to the code point before them
+        }
+    }
+    return at;
 }
 
 }  // namespace sitegen

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <map>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <utility>
 #include <vector>
@@ -81,5 +83,17 @@ private:
 };
 
 const char* toml_type_name(const toml::node& n);
+
+// toml++ builds one nested table per dotted-key part and frees them recursively: a header
+// `[a.a.a...]` tens of thousands deep overflows the stack. Before parsing, the tables that
+// dotted notation opens (every part of a header, every part but the last of a key) are added
+// up along each path, through the keys of every inline table the path enters, and the first
+// part beyond `limit` is returned. Nesting of arrays and inline tables themselves is left to
+// toml++'s own limit of 256, so a path is at most limit + 256 tables deep. Linear, no recursion.
+struct OverDeepKey {
+    int line = 0;    // 1-based
+    int column = 0;  // 1-based, in code points as toml++ counts them
+};
+std::optional<OverDeepKey> find_over_deep_key(std::string_view text, int limit);
 
 }  // namespace sitegen
