@@ -34,23 +34,44 @@ run_case() {
 
 echo "special files (wall time, peak memory):"
 n=0
-for target in /dev/zero /dev/urandom "$specials/fifo" "$specials/dir" "$specials/socket"; do
+# Devices live outside any sites directory: as a site file or an extends target (directly or
+# through a symlink) they are refused before being opened, as anything outside it is. FIFOs,
+# sockets and directories are made inside the sites directory, where only the read refuses
+# them. Rule files are not confined to a directory: the read refuses every kind.
+for target in /dev/zero /dev/urandom fifo dir socket; do
   for via in itself symlink; do
     n=$((n + 1))
     cd "$SCRATCH" && mkdir "case-$n" && cd "case-$n"  # paths in messages are relative to here
     mkdir -p sites/bad sites/shared sites/ext sites/local rules
-    if [[ $via == itself ]]; then path=$target; else path=$SCRATCH/link-$n; ln -s "$target" "$path"; fi
-    reason="not a regular file (${what[$target]}); sitegen reads only regular files"
-    # The site file itself.
-    ln -s "$path" sites/bad/site.toml
-    run_case "site.toml: $(basename "$target") ($via)" "error: cannot read site 'bad': sites/bad/site.toml: $reason" \
-      --sites-dir sites check bad
-    # An extends target.
-    ln -s "$path" sites/shared/special.toml
+    kind=${what[$target]:-${what[$specials/$target]}}
+    reason="not a regular file ($kind); sitegen reads only regular files"
+    if [[ $target == /dev/* ]]; then
+      if [[ $via == itself ]]; then path=$target; else path=$SCRATCH/link-$n; ln -s "$target" "$path"; fi
+      site_expected="error: cannot read site 'bad': sites/bad/site.toml leads outside the sites directory 'sites' through a symbolic link"
+      extends_expected="sites/ext/site.toml:1:12: error: '../shared/special.toml' leads outside the sites directory 'sites' through a symbolic link"
+      ln -s "$path" sites/bad/site.toml
+      ln -s "$path" sites/shared/special.toml
+    else
+      case $target in
+        fifo) mkfifo sites/shared/thing ;;
+        dir) mkdir sites/shared/thing ;;
+        socket) python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' sites/shared/thing ;;
+      esac
+      path=$PWD/sites/shared/thing
+      site_expected="error: cannot read site 'bad': sites/bad/site.toml: $reason"
+      extends_expected="sites/ext/site.toml:1:12: error: cannot read extended file: sites/shared/special.toml: $reason"
+      if [[ $via == itself ]]; then
+        mv sites/shared/thing sites/shared/special.toml
+        path=$PWD/sites/shared/special.toml
+        ln -s ../shared/special.toml sites/bad/site.toml  # the site file: a link inside the tree
+      else
+        ln -s thing sites/shared/special.toml
+        ln -s ../shared/thing sites/bad/site.toml
+      fi
+    fi
+    run_case "site.toml: $(basename "$target") ($via)" "$site_expected" --sites-dir sites check bad
     { echo 'extends = ["../shared/special.toml"]'; cat "$root/sites/local/site.toml"; } >sites/ext/site.toml
-    run_case "extends target: $(basename "$target") ($via)" \
-      "sites/ext/site.toml:1:12: error: cannot read extended file: sites/shared/special.toml: $reason" \
-      --sites-dir sites check ext
+    run_case "extends target: $(basename "$target") ($via)" "$extends_expected" --sites-dir sites check ext
     # A rule file.
     cp "$root/sites/local/site.toml" sites/local/site.toml
     ln -s "$path" rules/special.lua
