@@ -16,7 +16,8 @@
 #                      after it:
 #     scripts          every file sitegen ships for the stack is installed byte for byte, with
 #                      the same executable bit
-#     location         the module is where job.slurm looks: <prefix>/modulefiles/<name>/<version>
+#     location         the module is where job.slurm looks: <prefix>/modulefiles/<name>/<version>,
+#                      and nothing else is in that tree
 #     environment      loading EasyBuild's module and sitegen's (both in real Lmod, from a clean
 #                      shell) sets the same variables to the same values, EasyBuild's own
 #                      bookkeeping (EBROOT*, EBVERSION*, EBDEVEL*) aside
@@ -219,6 +220,14 @@ check_install_outputs() {  # after a successful full install
   fi
   if [[ -f $modfile ]]; then
     say_pass "$tag: module at <prefix>/modulefiles/$modname"
+    # Nothing else in that tree for `module avail` to show (e.g. EasyBuild's moduleclass links);
+    # default markers (.modulerc.lua, .version, a default link) aside.
+    local extra
+    extra=$(find "$prefix/modulefiles" \( -type f -o -type l \) ! -name .modulerc.lua ! -name .version ! -name default -printf '%P\n' |
+      sed 's|\.lua$||' | grep -vxF "$modname" || true)
+    if [[ -z $extra ]]; then say_pass "$tag: <prefix>/modulefiles holds only $modname"; else
+      fail "$tag: <prefix>/modulefiles also holds: $(tr '\n' ' ' <<<"$extra")"
+    fi
   else
     fail "$tag: no module at <prefix>/modulefiles/$modname (job.slurm does module use <prefix>/modulefiles); EasyBuild wrote: $(cd "$prefix" && find . -path ./software -prune -o \( -type f -o -type l \) -print | tr '\n' ' ')"
     return 0
