@@ -11,7 +11,9 @@
 #   check-contrib      eb --check-contrib: style (pycodestyle as EasyBuild configures it) and
 #                      SHA256 checksums for every source
 #   module-only/SYNTAX eb --module-only --force on a fresh install path (nothing installed, no
-#                      image: how a site publishes or regenerates a module), Lua and Tcl
+#                      image: how a site publishes or regenerates a module), Lua and Tcl; for
+#                      a container stack a user's load of that module must then fail on the
+#                      missing image
 #   install/SYNTAX     a full install with stand-ins for what this machine lacks, Lua and Tcl;
 #                      after it:
 #     scripts          every file sitegen ships for the stack is installed byte for byte, with
@@ -362,6 +364,17 @@ check_easyconfig() {
     log=$work/$site/module-only-$syntax.log
     if run_eb "$log" "${opts[@]}" "${eb_site_opts[@]}" --module-syntax="$syntax" --module-only --force "$ec"; then
       say_pass "$tag0: eb --module-only --force, fresh install path, $syntax"
+      if [[ " ${sources[*]} " == *.sif* ]]; then
+        # No image yet: a user's load (not EasyBuild's test load) must say so and fail.
+        local out
+        if out=$(lmod_vars_set_by "$d/prefix/modulefiles:$env_dir/stubs" "$modname" 2>&1); then
+          fail "$tag0: $syntax module loads for a user although the image is missing"
+        elif [[ $out == *"container image"* ]]; then
+          say_pass "$tag0: $syntax module refuses a user's load without the image"
+        else
+          fail "$tag0: $syntax module fails to load without the image, but not on the image: $out"
+        fi
+      fi
     else
       say_fail "$tag0: eb --module-only --force, fresh install path, $syntax" "$log"
     fi
