@@ -153,7 +153,7 @@ struct Doctor {
     void hardware() {
         const Hardware& hw = site.hardware;
         const std::string where_from = std::to_string(topo.packages) + (topo.packages == 1 ? " package, " : " packages, ") +
-                                       plural(static_cast<size_t>(topo.numa_nodes), "NUMA node") + " in " + topo.source;
+                                       plural(static_cast<size_t>(topo.numa_nodes), "NUMA node") + " (" + topo.source + ")";
         if (hw.cores_per_node != topo.cores())
             diags.error(site.where("hardware.cores_per_node"),
                         "'cores_per_node' is " + std::to_string(hw.cores_per_node) + " but " + node() + " has " +
@@ -214,7 +214,9 @@ struct Doctor {
         checked.push_back(line);
     }
 
+    // Loopback is on every Linux node, and hwloc lists PCI interfaces only.
     bool interface_exists(const std::string& name) {
+        if (name == "lo") return true;
         for (const auto& n : topo.nics)
             if (n.name == name) return true;
         return probe.exists("/sys/class/net/" + name);
@@ -223,6 +225,7 @@ struct Doctor {
     // NCCL/Gloo socket interface lists: "hsn0,hsn1", "^docker,lo" (exclusions), "=eth0"
     // (exact), otherwise each item is a prefix of interface names.
     bool interface_prefix_exists(const std::string& prefix) {
+        if (std::string("lo").rfind(prefix, 0) == 0) return true;
         for (const auto& n : topo.nics)
             if (n.name.rfind(prefix, 0) == 0) return true;
         if (probe.is_dir("/sys/class/net")) {
