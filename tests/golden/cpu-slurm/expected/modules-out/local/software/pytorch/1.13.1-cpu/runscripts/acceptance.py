@@ -168,7 +168,9 @@ class Rank:
         return ok
 
     def say(self, text):
-        print('rank %d (local %d) on %s: %s' % (self.rank, self.local_rank, self.host, text), flush=True)
+        # One write per line: the ranks share the terminal or the job's output file.
+        sys.stdout.write('rank %d (local %d) on %s: %s\n' % (self.rank, self.local_rank, self.host, text))
+        sys.stdout.flush()
 
 
 def bind_as_launcher(me):
