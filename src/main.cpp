@@ -42,6 +42,27 @@ int main(int argc, char** argv) {
         sub->add_option("--rules", request.rule_dirs, "Also run the *.lua rules in DIR (repeatable)");
     auto* schema = app.add_subcommand("schema", "Print the site-file reference (docs/site-schema.md)");
 
+    std::string xml_file;
+    auto* topology = app.add_subcommand("topology", "Read node topologies (hwloc)");
+    topology->require_subcommand(1);
+    auto* import = topology->add_subcommand(
+        "import", "Print the [hardware] table of a node from its hwloc XML (lstopo --of xml > node.xml)");
+    import->add_option("file", xml_file, "hwloc XML file of the node")->required();
+
+    DoctorRequest doctor_request;
+    std::string doctor_site;
+    auto* doctor = app.add_subcommand(
+        "doctor", "Compare a node with a site file: cores, GPUs and their cores, NICs, bind paths, images, base "
+                  "modules, python; run it on a compute node (or off-node with --topology and --root)");
+    doctor->add_option("site", doctor_site, "Site name")->required();
+    doctor->add_option("--topology", doctor_request.topology,
+                       "The node's hwloc XML (lstopo --of xml) instead of this machine's topology");
+    doctor->add_option("--root", doctor_request.root,
+                       "Check the node's paths under DIR (a copy or mount of its file system); the python is then "
+                       "not run")
+        ->capture_default_str();
+    doctor->add_option("--prefix", request.prefix, "Install prefix the stacks are deployed at (default: the site's)");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -56,6 +77,11 @@ int main(int argc, char** argv) {
     else if (*list) result = run_list(*fs, request);
     else if (*rules) result = run_rules_list(request);
     else if (*schema) result.out = schema_markdown();
+    else if (*import) result = run_topology_import(xml_file);
+    else if (*doctor) {
+        request.sites = {doctor_site};
+        result = run_doctor(*fs, request, doctor_request);
+    }
     std::cerr << result.err;
     std::cout << result.out;
     return result.exit_code;

@@ -2,6 +2,8 @@
 #include "pipeline.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 
 #include "site/check.h"
@@ -12,6 +14,9 @@
 #include "render/renderers.h"
 #include "lua/rules.h"
 #include "lua/selfcheck.h"
+#include "node/doctor.h"
+#include "node/hwloc_topology.h"
+#include "plan/paths.h"
 #include "site/suggest.h"
 
 namespace sitegen {
@@ -82,6 +87,8 @@ bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>&
 std::string plural(size_t n, const char* word) {
     return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
+
+std::string plural(size_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
 
 }  // namespace
 
@@ -189,6 +196,93 @@ Result run_build(FileSystem& fs, const Request& request) {
                   std::to_string(report.changed.size()) + " changed, " +
                   std::to_string(report.removed.size()) + " removed, " +
                   std::to_string(report.unchanged) + " unchanged)\n";
+    return result;
+}
+
+Result run_topology_import(const std::string& xml_path) {
+    Result result;
+    NodeTopology topo;
+    std::string error;
+    if (!load_hwloc_topology(xml_path, topo, error)) {
+        result.err += "sitegen: error: " + error + "\n";
+        result.exit_code = kExitIo;
+        return result;
+    }
+    result.out = hardware_toml(topo);
+    return result;
+}
+
+Result run_doctor(FileSystem& fs, const Request& request, const DoctorRequest& doctor_request) {
+    Result result;
+    if (request.sites.size() != 1) {
+        result.err += "sitegen: error: doctor checks one site\n";
+        result.exit_code = kExitUsage;
+        return result;
+    }
+    std::error_code ec;
+    const std::string& root = doctor_request.root;
+    if (root.empty() || root[0] != '/' || !std::filesystem::is_directory(root, ec)) {
+        result.err += "sitegen: error: --root must be an existing directory given as an absolute path: '" + root + "'\n";
+        result.exit_code = kExitUsage;
+        return result;
+    }
+    Request resolved = request;
+    resolved.sites.clear();
+    if (!resolve_sites(fs, request, resolved.sites, result)) return result;
+    Diagnostics diags;
+    std::vector<Loaded> sites;
+    if (!load_and_check(fs, resolved, sites, diags)) {
+        result.err += render_all(diags, reader_for(fs));
+        result.exit_code = kExitSiteErrors;
+        return result;
+    }
+    const Site& site = sites.front().site;
+    NodeTopology topo;
+    std::string error;
+    if (!load_hwloc_topology(doctor_request.topology, topo, error)) {
+        result.err += "sitegen: error: " + error + "\n";
+        result.exit_code = kExitIo;
+        return result;
+    }
+    const std::string prefix = request.prefix ? *request.prefix : site.site.install_prefix;
+    DoctorOptions options;
+    for (const Stack& stack : site.stacks)
+        options.stacks.push_back({stack_install_dir(prefix, stack),
+                                  modulepath_of(prefix) + "/" + stack.name + "/" + stack.module_version() + ".lua"});
+    // Lmod searches what users `module use` (the site's paths, the stacks' tree), then the
+    // MODULEPATH of this environment (the node's own, when run on the node).
+    auto add_dir = [&](const std::string& dir) {
+        if (!dir.empty() && std::find(options.modulepath.begin(), options.modulepath.end(), dir) == options.modulepath.end())
+            options.modulepath.push_back(dir);
+    };
+    for (const auto& dir : site.site.module_use) add_dir(dir);
+    add_dir(modulepath_of(prefix));
+    if (const char* env = std::getenv("MODULEPATH")) {
+        std::string list = env;
+        size_t start = 0;
+        while (start <= list.size()) {
+            const size_t colon = list.find(':', start);
+            add_dir(list.substr(start, colon == std::string::npos ? std::string::npos : colon - start));
+            if (colon == std::string::npos) break;
+            start = colon + 1;
+        }
+    }
+    options.lmod = find_lmod();
+    options.run_programs = root == "/";
+    auto probe = make_node_probe(root);
+    std::vector<std::string> checked;
+    doctor(site, topo, options, *probe, diags, checked);
+    result.err += render_all(diags, reader_for(fs));
+    const std::string what = site.site.name + " against " + (doctor_request.topology.empty() ? std::string("this node")
+                                                                                             : doctor_request.topology) +
+                             (root == "/" ? "" : " (files under " + root + ")");
+    if (diags.has_errors()) {
+        result.err += "sitegen doctor: " + what + ": " + plural(diags.error_count(), "mismatch", "mismatches") + "\n";
+        result.exit_code = kExitSiteErrors;
+        return result;
+    }
+    result.out += "sitegen doctor: " + what + ": no mismatches\n";
+    for (const auto& line : checked) result.out += "  checked " + line + "\n";
     return result;
 }
 

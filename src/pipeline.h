@@ -41,6 +41,18 @@ Result run_rules_list(const Request& request);
 // One line per site: name and description.
 Result run_list(FileSystem& fs, const Request& request);
 
+// `sitegen topology import FILE.xml`: the [hardware] table of a node from its hwloc XML
+// (exit 3 when hwloc cannot read it).
+Result run_topology_import(const std::string& xml_path);
+
+// `sitegen doctor SITE`: this node (or --topology FILE.xml, files under --root DIR) against the
+// site file; findings at their TOML locations. Exit codes as check.
+struct DoctorRequest {
+    std::string topology;    // hwloc XML of the node; "" = this node, read live
+    std::string root = "/";  // where the node's file system is ("/" = this node's)
+};
+Result run_doctor(FileSystem& fs, const Request& request, const DoctorRequest& doctor);
+
 // Every output of one loaded, checked site (used by build, tests and the fuzzer).
 OutputList emit_all(const Site& site, const PlanOptions& options);
 

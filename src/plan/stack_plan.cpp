@@ -4,6 +4,7 @@
 
 #include <atomic>
 
+#include "plan/acceptance.h"
 #include "plan/install.h"
 #include "plan/module.h"
 #include "plan/runscripts.h"
@@ -35,6 +36,7 @@ StackPlan plan_stack(const Site& site, const Stack& stack, const PlanOptions& op
     plan_venv_extension(stack, plan.files);
     plan.module = plan_module(site, stack, options, plan.files);
     plan.install = plan_install(site, stack, plan.files);
+    plan_acceptance(site, stack, options, plan.files);  // after the install plan: `bash -n` would refuse acceptance.py
     return plan;
 }
 

@@ -1,16 +1,30 @@
 #!/usr/bin/env bash
 # Every generated script of every site (runscripts, bin/) passes `bash -n` and shellcheck
-# with no finding at all.
+# with no finding at all; the Python ones (acceptance.py) compile and pass pycodestyle
+# (--max-line-length=120).
 set -euo pipefail
 sitegen=$(realpath "${1:?usage: runscripts_shellcheck.sh SITEGEN}")
 root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tests/tools/common.sh
 source "$root/tests/tools/common.sh"
-need_tool shellcheck
+need_tool shellcheck /usr/bin/python3
+if ! /usr/bin/python3 -m pycodestyle --version >/dev/null 2>&1; then
+  fail "pycodestyle is not installed (python3-pycodestyle)"
+  finish
+fi
 "$sitegen" --sites-dir "$root/sites" --out-dir "$SCRATCH" build --all >/dev/null
 count=0
 while IFS= read -r -d '' f; do
   count=$((count + 1))
+  if [[ $f == *.py ]]; then
+    if out=$(/usr/bin/python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])' "$f" 2>&1); then
+      pass
+    else
+      fail "python cannot parse ${f#"$SCRATCH"/}: $out"
+    fi
+    if report=$(/usr/bin/python3 -m pycodestyle --max-line-length=120 "$f" 2>&1); then pass; else fail "pycodestyle ${f#"$SCRATCH"/}"; echo "$report" | head -n 20; fi
+    continue
+  fi
   if bash -n "$f" 2>"$SCRATCH/err"; then pass; else fail "bash -n ${f#"$SCRATCH"/}: $(<"$SCRATCH/err")"; fi
   if report=$(shellcheck -s bash "$f" 2>&1); then pass; else fail "shellcheck ${f#"$SCRATCH"/}"; echo "$report" | head -n 20; fi
 done < <(find "$SCRATCH/modules-out" -type f \( -path '*/runscripts/*' -o -path '*/bin/*' \) -print0 | sort -z)

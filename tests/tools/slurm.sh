@@ -20,6 +20,9 @@
 #           use the same munged). Always exits 0 when nothing of DIR is left running.
 # status DIR  exit 0 iff DIR's cluster is up and answering.
 #
+# SITEGEN_SLURM_TASK_PLUGIN=task/affinity (at `up`) makes CPU binding real (--cpu-bind masks
+# pin tasks, and Slurm binds each task to its own cores by default); the default is task/none.
+#
 # Tuned for tests: SchedulerParameters=batch_sched_delay=0 (batch jobs start at once) and
 # MinJobAge=5, which makes `sbatch --wait` poll every 2 s instead of 2, 8, 32 s (a short
 # job then returns in ~2-4 s, not 10+); the price: a finished job's record (scontrol show
@@ -164,7 +167,9 @@ start_munged() {
 }
 
 write_conf() {
-  local host=$1 port=$2 node cpus mem extra=""
+  local host=$1 port=$2 node cpus mem extra="" task_plugin=${SITEGEN_SLURM_TASK_PLUGIN:-task/none}
+  [[ $task_plugin == task/none || $task_plugin == task/affinity ]] ||
+    die "SITEGEN_SLURM_TASK_PLUGIN must be task/none or task/affinity, not '$task_plugin'"
   node=$(slurmd -C 2>/dev/null | head -n1) || true
   cpus=$(sed -n 's/.* CPUs=\([0-9][0-9]*\).*/\1/p' <<<"$node")
   mem=$(sed -n 's/.* RealMemory=\([0-9][0-9]*\).*/\1/p' <<<"$node")
@@ -191,7 +196,7 @@ SlurmdPidFile=$dir/slurmd.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=$task_plugin
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 MpiDefault=none
