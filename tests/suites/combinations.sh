@@ -135,11 +135,18 @@ while read -r line; do
   else
     fail "$line: Lmod load/unload: $report"
   fi
-  scripts=()
+  scripts=() programs=()
   for f in "$stack"/runscripts/* "$stack"/bin/*; do
-    [[ -f $f ]] && head -c 2 "$f" | grep -q '#!' && scripts+=("$f")
+    if [[ $f == *.py ]]; then programs+=("$f"); elif [[ -f $f ]] && head -c 2 "$f" | grep -q '#!'; then scripts+=("$f"); fi
   done
   if report=$(shellcheck -s bash "${scripts[@]}" 2>&1); then pass; else fail "$line: shellcheck: $report"; fi
+  for f in "${programs[@]}"; do
+    if report=$(python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])' "$f" 2>&1); then
+      pass
+    else
+      fail "$line: $f does not parse: $report"
+    fi
+  done
   if report=$(python3 "$root/tests/tools/check_easyconfig.py" "$root/tests/data/easybuild_parameters.txt" \
     "$out/easyconfigs-out/$name" "$prefix" 2>&1); then
     pass

@@ -23,6 +23,8 @@ snapshot() {
 
 build "$SCRATCH/fresh" >/dev/null
 fresh=$(snapshot "$SCRATCH/fresh")
+# The files a build writes (outputs, without the manifests).
+files=$(find "$SCRATCH/fresh" -type f ! -name .sitegen-manifest ! -name .sitegen.lock | wc -l)
 outside=$SCRATCH/outside
 mkdir -p "$outside/dir"
 echo precious >"$outside/dir/keep"
@@ -80,7 +82,7 @@ for name in "${all[@]}" all; do
   check_eq "$name: --force leaves exactly a fresh tree" "$fresh" "$(snapshot "$out")"
   check_eq "$name: nothing left beside the roots" "" "$(find "$out" -maxdepth 2 -name '*.sitegen-new' -o -maxdepth 2 -name '.sitegen-journal')"
   check_eq "$name: the next build has nothing to do" \
-    "sitegen: wrote local: 7 files (0 added, 0 changed, 0 removed, 7 unchanged)" "$(build "$out" 2>&1)"
+    "sitegen: wrote local: $files files (0 added, 0 changed, 0 removed, $files unchanged)" "$(build "$out" 2>&1)"
   check_eq "$name: links out of the tree were not followed" "precious precious" \
     "$(cat "$outside/dir/keep") $(cat "$outside/file")"
 done
