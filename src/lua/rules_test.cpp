@@ -462,7 +462,7 @@ TEST_CASE("the rule engine reports broken, hostile and runaway rules at their ow
           Lines{expect(s, "hardware.nics", "r", "hello", "warning"), expect(s, "hardware.nics.0", "r", "first", "note")});
 }
 
-TEST_CASE("rule files run sorted by file name across directories; names are unique", "[lua][rules]") {
+TEST_CASE("rule files run sorted by file name across directories, and names are unique", "[lua][rules]") {
     const Site s = good_site();
     TempDir a("rules-test"), b("rules-test");
     a.write("20-second.lua", "-- second\nrule { name = 'second', check = function(site) error_at('site', 'second') end }\n");
@@ -573,7 +573,7 @@ struct Isolation {
 
 }  // namespace
 
-TEST_CASE("hostile rules end within their wall limit whatever they call; the next rule still runs", "[lua][rules]") {
+TEST_CASE("hostile rules end within their wall limit whatever they call, and the next rule still runs", "[lua][rules]") {
     const Site s = good_site();
     TempDir dir("rules-test");
     int n = 0;
@@ -623,7 +623,7 @@ TEST_CASE("in process, the hook alone stops every hostile rule that runs Lua cod
     }
 }
 
-TEST_CASE("a rule file stuck in C while loading fails at its line; the other files run", "[lua][rules]") {
+TEST_CASE("a rule file stuck in C while loading fails at its line, and the other files run", "[lua][rules]") {
     const Site s = good_site();
     TempDir dir("rules-test");
     const std::string stuck = dir.write("10-stuck.lua", "-- stuck while loading\nlocal x = ('a'):rep(40):match(('a*'):rep(12) .. 'b')\n"

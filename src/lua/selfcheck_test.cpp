@@ -197,7 +197,7 @@ TEST_CASE("broken modulefiles are rejected with their line", "[lua][selfcheck]")
           Lines{at(2, "instruction limit exceeded: more than 20000000 Lua instructions (runaway loop?)")});
 }
 
-TEST_CASE("only modulefiles are checked; .modulerc.lua files use the rc API", "[lua][selfcheck]") {
+TEST_CASE("only modulefiles are checked, and .modulerc.lua files use the rc API", "[lua][selfcheck]") {
     CHECK(check("this is not lua", "easyconfigs-out/t/x/X-1.0.eb").empty());
     CHECK(check("this is not lua", "modules-out/t/software/X/1.0/bin/tool.lua").empty());
     const std::string rc = "modules-out/t/modulefiles/X/.modulerc.lua";
@@ -302,7 +302,7 @@ if isloaded("nothing") then setenv("NEVER", "1") end
     CHECK(unloaded.count("XCHECK_ROOT") == 0);
 }
 
-TEST_CASE("a modulefile stuck in a library call is stopped at its wall limit; the others are still checked", "[lua][selfcheck]") {
+TEST_CASE("a modulefile stuck in a library call is stopped at its wall limit, and the others are still checked", "[lua][selfcheck]") {
     const std::string stuck = "modules-out/t/modulefiles/X/1.0.lua", broken = "modules-out/t/modulefiles/Y/1.0.lua";
     const std::string pattern = "local x = ('a'):rep(40):match(('a*'):rep(12) .. 'b')\n";
     Diagnostics diags(1000);

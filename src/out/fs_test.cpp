@@ -138,7 +138,7 @@ TEST_CASE("scan lists a tree as it is: links and FIFOs as such, modes, nothing f
     CHECK(disk->scan(dir.file("t/link")).empty());  // a link to a directory is not a directory
 }
 
-TEST_CASE("directories are made 0755 whatever the umask; removal gets through locked ones", "[fs]") {
+TEST_CASE("directories are made 0755 whatever the umask, and removal gets through locked ones", "[fs]") {
     TempDir dir("fs-test");
     TempDir outside("fs-outside");
     const std::string kept = outside.write("keep/me", "precious");

@@ -1,27 +1,70 @@
-// libFuzzer target: arbitrary bytes as a site file -> load -> check -> every emitter.
-// Any crash, hang, sanitizer report or escaped exception is a bug.
+// libFuzzer target: arbitrary bytes as a site file -> load -> check -> the built-in Lua rules
+// -> every emitter -> the self-check of the generated modulefiles -> rendering every finding
+// (with excerpts of the input) -> publishing into memory, twice (the second must change
+// nothing). Any crash, hang, sanitizer report or escaped exception is a bug.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
+#include "lua/rules.h"
+#include "lua/selfcheck.h"
+#include "lua/supervisor.h"
+#include "out/publish.h"
+#include "pipeline.h"
+#include "render/emit.h"
 #include "site/check.h"
 #include "site/load.h"
-#include "pipeline.h"
+
+namespace {
+
+// Lua runs in this process: libFuzzer sees only this process's coverage. (The hook limits
+// still apply; what only the supervisor can stop, C calls on hostile rule code, is not in
+// reach of a site file: the rules are the built-in ones.)
+const bool in_process = [] {
+    sitegen::set_lua_isolation(sitegen::LuaIsolation::in_process);
+    return true;
+}();
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     using namespace sitegen;
+    (void)in_process;
     MemoryFs fs;
     // A fragment the input may extend, so the extends path is exercised too.
     fs.files["sites/shared/frag.toml"] = {"[hardware]\nnics = [\"hsn0\"]\n", false};
     const std::string text(reinterpret_cast<const char*>(data), size);
+    fs.files["sites/fuzz/site.toml"] = {text, false};
     Site site;
     Diagnostics diags;
-    if (!load_site_text(fs, "sites/fuzz/site.toml", text, site, diags)) return 0;
-    check_site(site, site.site.name, diags);
-    if (diags.has_errors()) return 0;
+    const SourceReader reader = [&fs](const std::string& path, std::string& out) {
+        std::string error;
+        return fs.read(path, out, error);
+    };
+    if (load_site_text(fs, "sites/fuzz/site.toml", text, site, diags)) {
+        check_site(site, site.site.name, diags);
+        if (!diags.has_errors()) run_rules(site, {}, diags);
+    }
+    if (diags.has_errors()) {
+        (void)render_all(diags, reader);
+        return 0;
+    }
     PlanOptions options;
     options.prefix = site.site.install_prefix;
     OutputList files = emit_all(site, options);
-    (void)files;
+    self_check_modulefiles(files, diags);
+    (void)render_all(diags, reader);
+    if (diags.has_errors()) return 0;
+    // Publish into memory, then again: the second publish must succeed and change nothing.
+    const std::vector<std::string> roots = {modules_root(site), easyconfigs_root(site)};
+    bool ok = true;
+    for (int round = 0; round < 2 && ok; ++round) {
+        PublishReport report;
+        Diagnostics published;
+        ok = publish(fs, roots, files, {"out", false, false}, report, published);
+        (void)render_all(published, reader);
+        if (round == 1 && (!ok || !report.added.empty() || !report.changed.empty() || !report.removed.empty())) std::abort();
+    }
     return 0;
 }
