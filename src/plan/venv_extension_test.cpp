@@ -85,7 +85,7 @@ TEST_CASE("a module name with a line break is refused (it would end the marker c
     CHECK_THROWS_AS(emit_venv_extensions(one_stack_site("torch\nrm", "1", "3.11"), {"/p"}), std::invalid_argument);
 }
 
-TEST_CASE("the module's Python is cut to X.Y; none is an empty word", "[venv]") {
+TEST_CASE("the module's Python is cut to X.Y, none is an empty word", "[venv]") {
     CHECK(has(emit_venv_extensions(one_stack_site("t", "1", "3.12.1"), {"/p"})[0].contents, "\nMODULE_PYTHON=3.12\n"));
     CHECK(has(emit_venv_extensions(one_stack_site("t", "1", ""), {"/p"})[0].contents, "\nMODULE_PYTHON=''\n"));
 }

@@ -98,7 +98,7 @@ TEST_CASE("easyconfigs follow EasyBuild's file naming and repository layout", "[
     CHECK(line_starting(files[0].contents, "easyblock") == "easyblock = 'Bundle'");
 }
 
-TEST_CASE("the SYSTEM toolchain adds nothing to the file name; no suffix, no dash", "[easyconfig]") {
+TEST_CASE("the SYSTEM toolchain adds nothing to the file name: no suffix, no dash", "[easyconfig]") {
     Stack stack;
     stack.name = "Torch-Box";
     stack.version = "2.4.0";

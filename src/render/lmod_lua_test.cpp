@@ -122,7 +122,7 @@ TEST_CASE("a modulefile per stack and a .modulerc.lua per name that has a defaul
     for (const auto& f : files) CHECK_FALSE(f.executable);
 }
 
-TEST_CASE("the system layout sets RUNSCRIPTS, PATH and the site's env, sorted; unload undoes it", "[emit][modulefile]") {
+TEST_CASE("the system layout sets RUNSCRIPTS, PATH and the site's env, sorted, and unload undoes it", "[emit][modulefile]") {
     Site site = system_site();
     site.collectives.env = {{"GLOO_SOCKET_IFNAME", "lo"}, {"A_FIRST", "1"}};
     site.stacks[0].env = {{"Z_LAST", "z"}, {"GLOO_SOCKET_IFNAME", "lo"}};
@@ -336,7 +336,7 @@ TEST_CASE("the site's env may not replace what the module or Lmod manages", "[em
     CHECK_THROWS_WITH(emit_modulefiles(site, PlanOptions{"/p"}), Catch::Contains("not a valid environment variable name"));
 }
 
-TEST_CASE("same site, same bytes; env order in the site file does not matter", "[emit][modulefile]") {
+TEST_CASE("same site, same bytes, and env order in the site file does not matter", "[emit][modulefile]") {
     Site a = container_site(ContainerRuntime::singularity);
     a.collectives.env = {{"NCCL_SOCKET_IFNAME", "hsn0"}, {"NCCL_NET_GDR_LEVEL", "3"}};
     Site b = a;

@@ -151,7 +151,7 @@ TEST_CASE("rendered diagnostics carry file:line:col, the source line and a caret
           "1 error, 0 warnings\n");
 }
 
-TEST_CASE("extends may not leave the sites directory; nothing outside is read or echoed", "[load]") {
+TEST_CASE("extends may not leave the sites directory, and nothing outside is read or echoed", "[load]") {
     MemoryFs fs;
     fs.files["etc/passwd"] = {"root:x:0:0:SECRET:/root:/bin/bash\n", false};
     fs.files["/etc/passwd"] = {"root:x:0:0:SECRET:/root:/bin/bash\n", false};
