@@ -53,6 +53,8 @@ time = "00:05:00"
 
 [collectives]
 library = "gloo"
+# Away from the local site's 29500+: other suites' clusters may run jobs on this host too.
+master_port_base = 40000
 
 [collectives.env]
 GLOO_SOCKET_IFNAME = "lo"

@@ -186,6 +186,10 @@ ClusterName=sitegen-test
 SlurmctldHost=$host
 SlurmctldPort=$port
 SlurmdPort=$((port + 1))
+# Job ids decide MASTER_PORT (base + id % 1000): concurrent test clusters (ctest -j) start
+# 20 ids apart modulo 1000 (their ports differ), so their jobs on this one host never share
+# a port, as jobs of one real cluster never do.
+FirstJobId=$((1 + port % 50 * 20))
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
