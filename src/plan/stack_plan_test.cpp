@@ -54,5 +54,7 @@ TEST_CASE("the plan holds what every renderer needs", "[plan]") {
     // Files: the rank wrapper first, in install order.
     REQUIRE(!p.files.empty());
     CHECK(p.files.front().rel == "runscripts/conda-python-distributed");
-    CHECK(p.install.sanity_commands.size() == p.files.size());
+    // `bash -n` per file, then the payload check (torch at the listed version, in the image).
+    REQUIRE(p.install.sanity_commands.size() == p.files.size() + 1);
+    CHECK(p.install.sanity_commands.back().front().text.find("singularity exec \"$SIF\" python3.12 -c \"import torch;") == 0);
 }
