@@ -4,6 +4,8 @@
 // (see render/easyconfig.cpp).
 #include "plan/install.h"
 
+#include <optional>
+
 #include "plan/paths.h"
 #include "plan/traits.h"
 #include "text/quote.h"
@@ -127,6 +129,32 @@ std::vector<ShellCommand> layout_steps(const Site& site, const Stack& stack) {
     return {};
 }
 
+// The payload, tested: the stack's python imports torch at the listed version (a local
+// suffix such as +rocm6.0 aside), run as the module's users run it: inside the image (the
+// module's $SIF) for container stacks, by its path where the site names the interpreter,
+// else pythonX.Y from the module's environment. None without a torch component or a Python
+// to run.
+std::optional<ShellCommand> payload_check(const Site& site, const Stack& stack) {
+    std::string torch;
+    for (const auto& [name, version] : stack.components)
+        if (name == "torch") torch = version;
+    const Python& py = stack.python;
+    const std::string python = !py.interpreter.empty() ? py.interpreter
+                               : !py.version.empty()   ? "python" + python_major_minor(py.version)
+                                                       : "";
+    if (torch.empty() || python.empty()) return std::nullopt;
+    const std::string expected = torch.substr(0, torch.find('+'));
+    const std::string code =
+        "import torch; v = torch.__version__.split('+')[0]; assert v == " + python_string(expected) + ", v";
+    std::string run = bash_word(python);
+    if (runs_in_container(site, stack)) {
+        const RuntimeTraits& rt = traits(site.container.runtime);
+        run = std::string(rt.command) + (*rt.exec ? std::string(" ") + rt.exec : "") + " \"$SIF\"" +
+              (*rt.before_program ? std::string(" ") + rt.before_program : "") + " " + run;
+    }
+    return shell({bash_text(run + " -c \"" + bash_double_quoted(code) + "\"")});
+}
+
 }  // namespace
 
 InstallPlan plan_install(const Site& site, const Stack& stack, const std::vector<PlannedFile>& files) {
@@ -141,6 +169,7 @@ InstallPlan plan_install(const Site& site, const Stack& stack, const std::vector
     // the site's), as LUMI's recipes note.
     plan.sanity_dirs = {"runscripts"};
     for (const auto& f : files) plan.sanity_commands.push_back(shell({bash_text("bash -n "), install_path(f.rel)}));
+    if (auto check = payload_check(site, stack)) plan.sanity_commands.push_back(std::move(*check));
     return plan;
 }
 

@@ -28,6 +28,7 @@ namespace sitegen {
 namespace {
 
 constexpr const char* kInstallDir = "%(installdir)s";
+constexpr const char* kEasyBuildVersion = "5.2.1";
 
 // A planned shell command as an easyconfig string: install-dir paths become
 // "%(installdir)s/<rel>" (the template kept), everything else comes out as written.
@@ -160,13 +161,16 @@ ModuleForEasyBuild module_for_easybuild(const ModulePlan& module) {
 }
 
 void write_identity(PythonWriter& w, const Stack& stack, const char* easyblock, const std::string& image) {
+    // The EasyBuild release the easyconfig is written for (and checked with).
+    w.assign("easybuild_version", easybuild_string(kEasyBuildVersion));
+    w.blank();
     w.assign("easyblock", easybuild_string(easyblock));
     w.blank();
-    std::vector<std::pair<std::string, std::string>> names = {{"name", easybuild_string(stack.name)},
-                                                              {"version", easybuild_string(stack.version)}};
-    if (!stack.versionsuffix.empty()) names.emplace_back("versionsuffix", easybuild_string(stack.versionsuffix));
-    if (!image.empty()) names.emplace_back("local_sif", easybuild_string(image));
-    w.assign_aligned(names);
+    // Not aligned: --check-contrib refuses E221.
+    w.assign("name", easybuild_string(stack.name));
+    w.assign("version", easybuild_string(stack.version));
+    if (!stack.versionsuffix.empty()) w.assign("versionsuffix", easybuild_string(stack.versionsuffix));
+    if (!image.empty()) w.assign("local_sif", easybuild_string(image));
     w.blank();
     w.assign("homepage", easybuild_string(stack.homepage));
     std::vector<std::string> whatis = {easybuild_string("Description: " + stack.description)};
@@ -175,6 +179,7 @@ void write_identity(PythonWriter& w, const Stack& stack, const char* easyblock, 
         for (const auto& k : stack.keywords) kw += (kw.empty() ? "" : ", ") + k;
         whatis.push_back(easybuild_string("Keywords: " + kw));
     }
+    whatis.push_back(easybuild_string("URL: " + stack.homepage));
     w.assign_list("whatis", whatis);
     w.assign("description", easybuild_lines(stack.description));
     if (!stack.docurls.empty()) {
@@ -231,6 +236,8 @@ std::string easyconfig(const Site& site, const StackPlan& plan) {
     if (copy_image) {
         // As LUMI's recipes: the image is the source, copied (not unpacked) into the install dir.
         w.assign_list("sources", {"{'filename': local_sif, 'extract_cmd': '/bin/cp -L %s .'}"});
+        // The image's SHA-256 when the site gives it (eb --check-contrib requires one).
+        if (!stack.image_sha256.empty()) w.assign_list("checksums", {easybuild_string(stack.image_sha256)});
         w.assign("skipsteps", "['build']");
         w.assign_list("files_to_copy", {"([local_sif], '.')"});
         w.blank();

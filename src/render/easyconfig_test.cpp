@@ -157,3 +157,41 @@ TEST_CASE("hostile values round-trip through python3 and EasyBuild's templating"
     CHECK(out.find(hex("setenv(\"HOSTILE_VAR\", \"a'b\\\"c\\\\d $HOME %(installdir)s\")\n")) != std::string::npos);
     CHECK(out.find("dependencies [('x\\'y\"/1.0', 'EXTERNAL_MODULE')]") != std::string::npos);
 }
+
+TEST_CASE("long values are split into lines of at most 120 characters with the same value", "[easyconfig]") {
+    std::string description;
+    for (int i = 0; i < 40; ++i) description += "word\\'s \xc3\xa9\t100% %(name)s \"q\" ";
+    description += std::string(300, 'x');
+    Site site = one_stack_site("PyTorch", description);
+    site.stacks[0].homepage = "https://example.org/" + std::string(200, 'h');
+    site.stacks[0].env = {{"LONG_VAR", std::string(150, 'v') + " " + std::string(150, 'w')}};
+    site.stacks[0].image = "torch.sif";
+    site.stacks[0].image_sha256 = std::string(64, 'a');
+    const std::string ec = emit_easyconfigs(site, {"/opt/s"})[0].contents;
+    size_t start = 0;
+    for (size_t nl; (nl = ec.find('\n', start)) != std::string::npos; start = nl + 1) {
+        size_t cols = 0;
+        for (size_t i = start; i < nl; ++i) cols += (static_cast<unsigned char>(ec[i]) & 0xc0) != 0x80;
+        INFO(ec.substr(start, nl - start));
+        CHECK(cols <= 120);
+    }
+    CHECK(ec.find("\nname = 'PyTorch'\n") != std::string::npos);
+    CHECK(ec.find("\neasybuild_version = '5.2.1'\n") != std::string::npos);
+    const std::string out = run_python(kReadBack, ec);
+    CHECK(out.find("description " + hex(description) + "\n") != std::string::npos);
+    CHECK(out.find("homepage " + hex(site.stacks[0].homepage) + "\n") != std::string::npos);
+    CHECK(out.find("modextravars LONG_VAR " + hex(site.stacks[0].env[0].second) + "\n") != std::string::npos);
+}
+
+TEST_CASE("the image's sha256 becomes the easyconfig's checksums, none without it", "[easyconfig]") {
+    Site site = one_stack_site("PyTorch", "d");
+    site.container.enabled = true;
+    site.container.image_dir = "/images";
+    site.python.layout = PythonLayout::container_system;
+    site.stacks[0].python.layout = PythonLayout::container_system;
+    site.stacks[0].image = "torch.sif";
+    CHECK(emit_easyconfigs(site, {"/opt/s"})[0].contents.find("checksums") == std::string::npos);
+    site.stacks[0].image_sha256 = std::string(64, 'a');
+    CHECK(emit_easyconfigs(site, {"/opt/s"})[0].contents.find("\nchecksums = [\n    '" + std::string(64, 'a') + "',\n]\n") !=
+          std::string::npos);
+}

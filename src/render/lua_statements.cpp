@@ -74,7 +74,9 @@ void LuaStatements::op(const ModuleOp& op) {
             line("local " + file + " = " + lua_string(op.text));
             line("local " + op.name + " = pathJoin(root, " + file + ")");
             line("if " + missing + " then " + op.name + " = pathJoin(" + dir + ", " + file + ") end");
-            line("if mode() == \"load\" and " + missing + " then");
+            // Only a user's load fails without the image: EasyBuild's test load of the module
+            // (eb --module-only, before the image is installed) runs with ___EASYBUILD___ set.
+            line("if mode() == \"load\" and " + missing + " and os.getenv(\"___EASYBUILD___\") ~= \"EasyBuild\" then");
             line("  LmodError(\"container image \" .. " + file + " .. \" not found in \" .. root .. \" nor in \" .. " + dir +
                  " .. \"; reinstall the module or ask your support team\")");
             line("end");

@@ -195,6 +195,13 @@ void Checker::check_stack(size_t i) {
     }
     if (s.image.find('/') != std::string::npos)
         diags.error(site.where(p + ".image"), "'image' is a file name in container.image_dir, not a path");
+    static const std::regex kSha256("[0-9a-f]{64}");
+    if (!s.image_sha256.empty() && !std::regex_match(s.image_sha256, kSha256))
+        diags.error(site.where(p + ".image_sha256"),
+                    "image_sha256 '" + s.image_sha256 + "' is not a SHA-256: 64 lowercase hexadecimal digits",
+                    "print it with: sha256sum <image>");
+    if (!s.image_sha256.empty() && s.image.empty())
+        diags.error(site.where(p + ".image_sha256"), "'image_sha256' is set but the stack has no 'image'");
 }
 
 // Where a stack's python layout was set: its own override, else the site's [python].

@@ -219,6 +219,9 @@ const std::vector<Field<Stack>>& fields_of() {
          .meaning = "Make this version the default (`.modulerc.lua`)."},
         {.key = "image", .member = &Stack::image, .requirement = "required on container sites",
          .meaning = "Image file name in `container.image_dir`."},
+        {.key = "image_sha256", .member = &Stack::image_sha256,
+         .meaning = "SHA-256 of the image (64 lowercase hex digits): the easyconfig's `checksums`, which "
+                    "`eb --check-contrib` requires and a full install verifies; unset, the easyconfig has none."},
         {.key = "venv_extension", .member = &Stack::venv_extension, .requirement = "default false",
          .meaning = "Ship `extend-venv-activate` for user venvs."},
         // Starts as the site's [python] (the loader copies it into each stack), key by key overridden.

@@ -146,6 +146,7 @@ struct Stack {
     std::vector<std::string> base_modules;  // extra modules this stack depends on
     bool is_default = false;
     std::string image;          // container image file name (container sites)
+    std::string image_sha256;   // the image's SHA-256, 64 lowercase hex digits (easyconfig checksums)
     Python python;              // site python, overridden per stack
     EnvList components;         // package -> version, e.g. torch=2.3.1
     EnvList env;                // extra variables the module sets

@@ -1,4 +1,7 @@
-// Python-source writer for EasyBuild easyconfigs: aligned assignments, one item per line.
+// Python-source writer for EasyBuild easyconfigs: one item per line, lines within
+// EasyBuild's --check-contrib style (pycodestyle as EasyBuild runs it: 120 characters).
+// Over-long lines are split without changing any value: string literals into adjacent
+// literals, "'a' + name + 'b'" after its "+", an assignment's value inside parentheses.
 #pragma once
 
 #include <string>
@@ -35,8 +38,6 @@ public:
     void blank();
     // name = expr
     void assign(const std::string& name, const std::string& python_expr);
-    // A block of assignments with their '=' aligned.
-    void assign_aligned(const std::vector<std::pair<std::string, std::string>>& name_exprs);
     // name = [ one expr per line ]
     void assign_list(const std::string& name, const std::vector<std::string>& python_exprs);
     // name = { key: value, one per line, values aligned }; keys are Python expressions.

@@ -14,7 +14,7 @@ depends_on("LUMI/24.03")
 local image_name = "lumi-pytorch-rocm-6.0.3-python-3.12-pytorch-v2.3.1-dockerhash-2c1c14cafd28.sif"
 local image = pathJoin(root, image_name)
 if not isFile(image) then image = pathJoin("/appl/local/containers/sif-images", image_name) end
-if mode() == "load" and not isFile(image) then
+if mode() == "load" and not isFile(image) and os.getenv("___EASYBUILD___") ~= "EasyBuild" then
   LmodError("container image " .. image_name .. " not found in " .. root .. " nor in " .. "/appl/local/containers/sif-images" .. "; reinstall the module or ask your support team")
 end
 setenv("SIF", image)

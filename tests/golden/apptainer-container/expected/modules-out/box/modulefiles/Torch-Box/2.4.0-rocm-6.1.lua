@@ -13,7 +13,7 @@ depends_on("rocm/6.0.0")
 local image_name = "torch box's image.sif"
 local image = pathJoin(root, image_name)
 if not isFile(image) then image = pathJoin("/images dir/with space", image_name) end
-if mode() == "load" and not isFile(image) then
+if mode() == "load" and not isFile(image) and os.getenv("___EASYBUILD___") ~= "EasyBuild" then
   LmodError("container image " .. image_name .. " not found in " .. root .. " nor in " .. "/images dir/with space" .. "; reinstall the module or ask your support team")
 end
 setenv("SIF", image)
