@@ -168,7 +168,12 @@ InstallPlan plan_install(const Site& site, const Stack& stack, const std::vector
     // The image is not checked: users may delete the installed copy (the module then uses
     // the site's), as LUMI's recipes note.
     plan.sanity_dirs = {"runscripts"};
-    for (const auto& f : files) plan.sanity_commands.push_back(shell({bash_text("bash -n "), install_path(f.rel)}));
+    // Each file parsed by what reads it: Python programs by python3's parser, scripts by bash.
+    for (const auto& f : files)
+        plan.sanity_commands.push_back(
+            f.rel.ends_with(".py")
+                ? shell({bash_text("python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "), install_path(f.rel)})
+                : shell({bash_text("bash -n "), install_path(f.rel)}));
     if (auto check = payload_check(site, stack)) plan.sanity_commands.push_back(std::move(*check));
     return plan;
 }

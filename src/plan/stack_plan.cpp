@@ -34,9 +34,9 @@ StackPlan plan_stack(const Site& site, const Stack& stack, const PlanOptions& op
     plan.stack = &stack;
     plan_runscripts(site, stack, options, plan.files);
     plan_venv_extension(stack, plan.files);
+    plan_acceptance(site, stack, options, plan.files);
     plan.module = plan_module(site, stack, options, plan.files);
     plan.install = plan_install(site, stack, plan.files);
-    plan_acceptance(site, stack, options, plan.files);  // after the install plan: `bash -n` would refuse acceptance.py
     return plan;
 }
 

@@ -54,10 +54,10 @@ TEST_CASE("the plan holds what every renderer needs", "[plan]") {
     // Files: the rank wrapper first, in install order.
     REQUIRE(!p.files.empty());
     CHECK(p.files.front().rel == "runscripts/conda-python-distributed");
-    // `bash -n` per file but the acceptance job (planned after the install plan: `bash -n`
-    // would refuse acceptance.py), then the payload check (torch at the listed version, in
-    // the image).
-    REQUIRE(p.install.sanity_commands.size() == p.files.size() - 2 + 1);
+    // One parse per file (python3's for acceptance.py, bash -n for the rest), then the
+    // payload check (torch at the listed version, in the image).
+    REQUIRE(p.install.sanity_commands.size() == p.files.size() + 1);
     CHECK(p.files[p.files.size() - 2].rel == "runscripts/acceptance.py");
+    CHECK(p.install.sanity_commands[p.files.size() - 2].front().text.starts_with("python3 -c 'import ast"));
     CHECK(p.install.sanity_commands.back().front().text.find("singularity exec \"$SIF\" python3.12 -c \"import torch;") == 0);
 }
