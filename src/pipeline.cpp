@@ -84,6 +84,17 @@ bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>&
     return !diags.has_errors();
 }
 
+// Resolves the requested site names (usage errors go to `result`), then loads and checks
+// them into `sites` and `diags`. False only when a name could not be resolved.
+bool resolve_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>& sites, Diagnostics& diags,
+                       Result& result) {
+    Request resolved = request;
+    resolved.sites.clear();
+    if (!resolve_sites(fs, request, resolved.sites, result)) return false;
+    load_and_check(fs, resolved, sites, diags);
+    return true;
+}
+
 std::string plural(size_t n, const char* word) {
     return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
@@ -110,14 +121,11 @@ OutputList emit_all(const Site& site, const PlanOptions& options) {
 
 Result run_check(FileSystem& fs, const Request& request) {
     Result result;
-    Request resolved = request;
-    resolved.sites.clear();
-    if (!resolve_sites(fs, request, resolved.sites, result)) return result;
     Diagnostics diags;
     std::vector<Loaded> sites;
-    bool ok = load_and_check(fs, resolved, sites, diags);
+    if (!resolve_and_check(fs, request, sites, diags, result)) return result;
     result.err += render_all(diags, reader_for(fs));
-    if (!ok) { result.exit_code = kExitSiteErrors; return result; }
+    if (diags.has_errors()) { result.exit_code = kExitSiteErrors; return result; }
     result.out += "sitegen: " + plural(sites.size(), "site") + " checked, no errors\n";
     return result;
 }
@@ -134,12 +142,9 @@ Result run_build(FileSystem& fs, const Request& request) {
             return result;
         }
     }
-    Request resolved = request;
-    resolved.sites.clear();
-    if (!resolve_sites(fs, request, resolved.sites, result)) return result;
     Diagnostics diags;
     std::vector<Loaded> sites;
-    load_and_check(fs, resolved, sites, diags);
+    if (!resolve_and_check(fs, request, sites, diags, result)) return result;
 
     OutputList files;
     std::vector<std::string> roots;
@@ -226,12 +231,10 @@ Result run_doctor(FileSystem& fs, const Request& request, const DoctorRequest& d
         result.exit_code = kExitUsage;
         return result;
     }
-    Request resolved = request;
-    resolved.sites.clear();
-    if (!resolve_sites(fs, request, resolved.sites, result)) return result;
     Diagnostics diags;
     std::vector<Loaded> sites;
-    if (!load_and_check(fs, resolved, sites, diags)) {
+    if (!resolve_and_check(fs, request, sites, diags, result)) return result;
+    if (diags.has_errors()) {
         result.err += render_all(diags, reader_for(fs));
         result.exit_code = kExitSiteErrors;
         return result;

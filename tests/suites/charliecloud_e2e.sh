@@ -100,13 +100,7 @@ check_eq "module: the directory image from image_dir" "$img" "$(sed -n 's/^SIFPY
 if out=$(lmod_load_unload_roundtrip "$prefix/modulefiles" pytorch/1.13.1-ch); then pass "load/unload round trip"; else fail "round trip: $out"; fi
 
 # ---- A real one-node Slurm.
-slurm_dir=$SCRATCH/slurm
-at_exit "bash '$root/tests/tools/slurm.sh' down '$slurm_dir'"
-if ! env_line=$(bash "$root/tests/tools/slurm.sh" up "$slurm_dir"); then
-  fail "the local Slurm did not start"
-  finish
-fi
-eval "$env_line"
+slurm_up
 
 cat >"$work/allreduce.py" <<'PY'
 import os

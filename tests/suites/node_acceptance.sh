@@ -107,13 +107,7 @@ check_eq "cross-rank rules" \
   "$rules"
 
 # ---- A real Slurm whose CPU binding is real.
-slurm_dir=$SCRATCH/slurm
-at_exit "bash '$root/tests/tools/slurm.sh' down '$slurm_dir'"
-if ! env_line=$(SITEGEN_SLURM_TASK_PLUGIN=task/affinity bash "$root/tests/tools/slurm.sh" up "$slurm_dir"); then
-  fail "the local Slurm did not start"
-  finish
-fi
-eval "$env_line"
+slurm_up SITEGEN_SLURM_TASK_PLUGIN=task/affinity
 check_contains "the test Slurm binds tasks" "TaskPlugin=task/affinity" "$(<"$SCRATCH/slurm/slurm.conf")"
 
 # submit NAME SCRIPT [ENV...]: sbatch --wait the script as is; prints the exit code.

@@ -117,13 +117,7 @@ report=$(run_lumi SITEGEN_REPORT_AFFINITY=1 HOSTNAME=nidX 2>&1 >/dev/null)
 if [[ $report =~ ^rank\ 9\ \(local\ 1\)\ on\ nidX:\ cpus\ [0-9,-]+,\ device\ 1$ ]]; then pass; else fail "affinity report: $report"; fi
 
 # ---- Part 2: a real one-node Slurm.
-slurm_dir=$SCRATCH/slurm
-at_exit "bash '$root/tests/tools/slurm.sh' down '$slurm_dir'"
-if ! env_line=$(bash "$root/tests/tools/slurm.sh" up "$slurm_dir"); then
-  fail "the local Slurm did not start"
-  finish
-fi
-eval "$env_line"
+slurm_up
 
 cat >"$SCRATCH/allreduce.py" <<'PY'
 import os, sys

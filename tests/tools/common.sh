@@ -12,6 +12,10 @@
 #   check_eq NAME EXPECTED ACTUAL   pass if equal, else fail NAME and print a unified diff
 #   check NAME CMD...               pass if CMD succeeds, else fail NAME with CMD's output
 #   check_contains NAME NEEDLE HAYSTACK   pass if the text HAYSTACK contains NEEDLE literally
+#   slurm_up [VAR=value...]   starts a one-node Slurm (tests/tools/slurm.sh) in $SCRATCH/slurm,
+#                     stopped on exit, and exports SLURM_CONF; if it cannot start, the suite
+#                     fails at once. VAR=value words go to slurm.sh's environment (e.g.
+#                     SITEGEN_SLURM_TASK_PLUGIN=task/affinity).
 #   need_tool X...    each X must be a command; if one is missing the suite fails loudly
 #                     at once ("0 passed, 1 failed") -- real-tool tests are never skipped
 #   finish            prints "N passed, N failed" and exits: 0 iff nothing failed and at
@@ -55,6 +59,17 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 at_exit() { _COMMON_HOOKS+=("$1"); }
+
+_COMMON_SLURM=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/slurm.sh
+slurm_up() {
+  local dir=$SCRATCH/slurm env_line
+  at_exit "bash '$_COMMON_SLURM' down '$dir'"
+  if ! env_line=$(env "$@" bash "$_COMMON_SLURM" up "$dir"); then
+    fail "the local Slurm did not start"
+    finish
+  fi
+  eval "$env_line"
+}
 
 pass() {
   echo P >>"$_COMMON_RESULTS"
