@@ -12,6 +12,7 @@
 #include "out/publish.h"
 #include "plan/stack_plan.h"
 #include "render/renderers.h"
+#include "lua/hooks.h"
 #include "lua/rules.h"
 #include "lua/selfcheck.h"
 #include "node/doctor.h"
@@ -64,6 +65,7 @@ bool resolve_sites(FileSystem& fs, const Request& request, std::vector<std::stri
 struct Loaded {
     std::string name;
     Site site;
+    std::vector<HookAdditions> hooks;  // what the site's Lua hooks add, per stack (run once)
 };
 
 // Load + check every site; all findings of all sites are reported in one run.
@@ -78,6 +80,8 @@ bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>&
             check_site(l.site, name, diags);
             // Lua rules read a schema-valid site; on a broken one they would only add noise.
             if (diags.error_count() == before) run_rules(l.site, request.rule_dirs, diags);
+            // Hooks add to the plan of a site that passed every check (so check reports them too).
+            if (diags.error_count() == before) l.hooks = run_hooks(l.site, diags);
         }
         sites.push_back(std::move(l));
     }
@@ -152,6 +156,7 @@ Result run_build(FileSystem& fs, const Request& request) {
         for (const auto& l : sites) {
             PlanOptions options;
             options.prefix = request.prefix ? *request.prefix : l.site.site.install_prefix;
+            options.hooks = l.hooks;
             OutputList part;
             try {
                 part = emit_all(l.site, options);

@@ -1,4 +1,4 @@
-// The pipeline, end to end: load -> check -> rules -> plan -> render -> self-check -> publish.
+// The pipeline, end to end: load -> check -> rules -> hooks -> plan -> render -> self-check -> publish.
 // main.cpp only parses arguments into a Request and prints the Result.
 #pragma once
 
@@ -32,7 +32,7 @@ struct Result {
     std::string err;  // for stderr (diagnostics)
 };
 
-// Loads and checks the named sites (schema checks and rules). Nothing is written.
+// Loads and checks the named sites (schema checks, rules and the sites' hooks). Nothing is written.
 Result run_check(FileSystem& fs, const Request& request);
 // check, then emit every output kind, self-check them and publish atomically.
 Result run_build(FileSystem& fs, const Request& request);

@@ -86,6 +86,8 @@ const char* const kPreludeName = "=[rules prelude]";
 
 // ---- rule files ---------------------------------------------------------------------------
 
+}  // namespace
+
 // The path as users should see it: relative to the working directory when inside it.
 std::string shown_path(const fs::path& p) {
     std::error_code ec;
@@ -104,6 +106,8 @@ std::string purpose_comment(const std::string& text) {
     while (!d.empty() && (d.back() == '\r' || d.back() == ' ')) d.pop_back();
     return d;
 }
+
+namespace {
 
 struct Registered {
     std::string name;

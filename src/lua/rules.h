@@ -2,6 +2,7 @@
 // The rule API is documented in docs/rules.md.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -45,5 +46,11 @@ std::vector<std::string> rule_files(const std::vector<std::string>& dirs, Diagno
 // each call under `limits` (tests lengthen the wall limit where only memory should stop a rule).
 void run_rule_files(const Site& site, const std::vector<std::string>& files, Diagnostics& diags,
                     const SandboxLimits& limits = {});
+
+// Shared with the site's hooks (lua/hooks.h), which are read like rule files:
+// the path as users should see it (relative to the working directory when inside it),
+std::string shown_path(const std::filesystem::path& p);
+// and the "-- <description>" of a file's first line, or "" when the file lacks it.
+std::string purpose_comment(const std::string& text);
 
 }  // namespace sitegen

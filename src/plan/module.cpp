@@ -10,6 +10,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "plan/hook_additions.h"
 #include "plan/paths.h"
 #include "plan/traits.h"
 #include "text/quote.h"
@@ -53,6 +54,17 @@ public:
     }
     void prepend_path(const std::string& name, ModuleValue value) {
         variable(ModuleOp::Kind::prepend_path, name, std::move(value), ModuleSection::core);
+    }
+    void add_property(std::string name, std::string value) {
+        ModuleOp op{ModuleOp::Kind::add_property};
+        op.name = std::move(name);
+        op.text = std::move(value);
+        plan_.ops.push_back(std::move(op));
+    }
+    void message(std::string text) {
+        ModuleOp op{ModuleOp::Kind::message};
+        op.text = std::move(text);
+        plan_.ops.push_back(std::move(op));
     }
 
 private:
@@ -255,6 +267,33 @@ std::string help_text(const Site& site, const Stack& stack, const std::vector<Pl
     return h;
 }
 
+// The family, properties and load messages of the site's hooks (validated again here: the
+// hooks report these at their own line first), and what the help says about them.
+void hook_ops(ModuleBuilder& m, ModulePlan& plan, const HookAdditions& hooks) {
+    if (!hooks.family.empty()) {
+        if (auto why = hook_family_problem(hooks.family); !why.empty()) throw std::invalid_argument(why);
+        if (!plan.family.empty() && plan.family != hooks.family)
+            throw std::invalid_argument("a hook's family '" + hooks.family + "' differs from the stack's family '" + plan.family + "'");
+        plan.family = hooks.family;
+    }
+    if (hooks.properties.empty() && hooks.messages.empty()) return;
+    m.comment("From the site's Lua hooks (hooks/*.lua).");
+    std::string help;
+    for (const auto& [name, value] : hooks.properties) {
+        if (auto why = hook_property_problem(name, value); !why.empty()) throw std::invalid_argument(why);
+        m.add_property(name, value);
+        help += "  property " + name + " = " + value + "\n";
+    }
+    for (const auto& text : hooks.messages) {
+        if (auto why = hook_message_problem(text); !why.empty()) throw std::invalid_argument(why);
+        m.message(text);
+        help += "  ";
+        for (char c : text) help += c == '\n' ? std::string("\n  ") : std::string(1, c);
+        help += "\n";
+    }
+    plan.help += "\nFrom the site's hooks (messages are shown when the module is loaded):\n" + help;
+}
+
 }  // namespace
 
 bool module_owns_variable(const Site& site, const Stack& stack, const std::string& name) {
@@ -283,6 +322,7 @@ ModulePlan plan_module(const Site& site, const Stack& stack, const PlanOptions& 
     if (!env.empty()) m.comment("Collective, network and stack environment (one source: the site file).", ModuleSection::site_env);
     for (const auto& [k, v] : env) m.setenv(k, text_value(v), ModuleSection::site_env);
     plan.help = help_text(site, stack, files, plan.variables);
+    if (const HookAdditions* hooks = hook_additions(site, stack, options)) hook_ops(m, plan, *hooks);
     return plan;
 }
 

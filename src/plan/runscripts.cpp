@@ -7,6 +7,7 @@
 
 #include "node/hostlist.h"
 #include "node/topology.h"
+#include "plan/hook_additions.h"
 #include "plan/paths.h"
 #include "plan/traits.h"
 #include "text/quote.h"
@@ -310,6 +311,7 @@ std::string module_lines(const Site& site, const Stack& stack, const PlanOptions
     for (const auto& m : site.site.base_modules) s += "module load " + bash_word(m) + "\n";
     for (const auto& m : stack.base_modules) s += "module load " + bash_word(m) + "\n";
     s += "module load " + bash_word(stack.module_full_name()) + "\n";
+    s += job_prologue_lines(site, stack, options);  // the site's hooks (plan/hook_additions.h)
     return s;
 }
 

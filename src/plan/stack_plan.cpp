@@ -24,6 +24,13 @@ ModuleValue under_local(std::string name, std::vector<std::string> parts) {
     return {{ValuePiece::Kind::under_local, std::move(name), std::move(parts)}};
 }
 
+const HookAdditions* hook_additions(const Site& site, const Stack& stack, const PlanOptions& options) {
+    // By position: stacks are identified by their place in the site, as the hooks saw them.
+    for (size_t i = 0; i < site.stacks.size() && i < options.hooks.size(); ++i)
+        if (&site.stacks[i] == &stack) return &options.hooks[i];
+    return nullptr;
+}
+
 ShellCommand shell(std::initializer_list<ShellPiece> pieces) { return ShellCommand(pieces); }
 ShellPiece bash_text(std::string source) { return {false, std::move(source)}; }
 ShellPiece install_path(std::string rel) { return {true, std::move(rel)}; }

@@ -4,16 +4,43 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "site/model.h"
 
 namespace sitegen {
 
+// ---- what the site's Lua hooks add (sites/<name>/hooks/*.lua, run by lua/hooks.h) ----------
+
+// One command of the job prologue: typed data, written by the job scripts' bash writer.
+struct JobCommand {
+    enum class Kind {
+        setenv,       // export words[0]=words[1]
+        module_load,  // module load words[0]
+        run,          // the program words[0] with arguments words[1..] (run through env, never
+                      // as a shell builtin, function or keyword)
+    };
+    Kind kind = Kind::run;
+    std::vector<std::string> words;
+};
+
+// Everything the hooks add to one stack, in call order (values validated by plan/hook_additions.h).
+struct HookAdditions {
+    std::string family;  // Lmod family; "" = none (never differs from the stack's own family)
+    std::vector<std::pair<std::string, std::string>> properties;  // Lmod add_property(name, value)
+    std::vector<std::string> messages;                            // shown when the module is loaded
+    std::vector<JobCommand> job_prologue;  // after the job scripts' module loads
+};
+
 // Options that shape the plan (resolved from the CLI).
 struct PlanOptions {
     std::string prefix;  // install prefix written into outputs (the site's unless --prefix)
+    std::vector<HookAdditions> hooks;  // per stack in site order; empty: the site has no hooks
 };
+
+// What the hooks add to `stack` (one of site.stacks), or null when they add nothing.
+const HookAdditions* hook_additions(const Site& site, const Stack& stack, const PlanOptions& options);
 
 // ---- the module -----------------------------------------------------------------------------
 
@@ -62,6 +89,8 @@ struct ModuleOp {
                         // test holds (nothing when none does)
         setenv,         // variable `name` = value
         prepend_path,   // value put first on the path list `name`
+        add_property,   // Lmod property `name` with value `text` (from a site hook)
+        message,        // `text` shown when the module is loaded (from a site hook)
     };
     Kind kind = Kind::comment;
     ModuleSection section = ModuleSection::core;

@@ -96,6 +96,16 @@ void LuaStatements::op(const ModuleOp& op) {
         case ModuleOp::Kind::prepend_path:
             call("prepend_path", {lua_string(op.name), lua_value(op.value)});
             return;
+        case ModuleOp::Kind::add_property:
+            call("add_property", {lua_string(op.name), lua_string(op.text)});
+            return;
+        case ModuleOp::Kind::message:
+            // LmodMessage prints in unload mode too: say it once, when the module is loaded
+            // (https://lmod.readthedocs.io/en/latest/050_lua_modulefiles.html: LmodMessage, mode()).
+            line("if mode() == \"load\" then");
+            line("  LmodMessage(" + lua_string(op.text) + ")");
+            line("end");
+            return;
     }
 }
 

@@ -16,7 +16,7 @@ declare -A allowed=(
   [site]="text node out plan"  # out: the FileSystem interface; plan: check asks what the module owns
   [plan]="site text node"
   [render]="plan site text out"
-  [lua]="site render out"  # render/emit.h: the self-check reads OutputFiles; out: rule files are read as regular files
+  [lua]="site render out plan"  # render/emit.h: the self-check reads OutputFiles; out: rule files are read as regular files; plan: hooks add plan data
 )
 
 # A renderer is a render/*.cpp that renders outputs; the other render files are shared
