@@ -208,7 +208,7 @@ struct Answer {
 int l_add(lua_State* L) {
     constexpr int kMaxArgs = 5 + static_cast<int>(kMaxHookRunWords);
     const int n = lua_gettop(L);
-    if (n < 6 || n > kMaxArgs) return luaL_error(L, "add: expects a kind, a stack, a hook, a position and 1 to %d words",
+    if (n < 5 || n > kMaxArgs) return luaL_error(L, "add: expects a kind, a stack, a hook, a position and up to %d words",
                                                  static_cast<int>(kMaxHookRunWords));
     const char* arg[kMaxArgs];
     size_t len[kMaxArgs];
