@@ -141,8 +141,10 @@ TEST_CASE("hook additions reach the modulefile, the easyconfig and the job scrip
     const std::string& job = output_ending(outputs, "runscripts/job.slurm").contents;
     CHECK_THAT(job, Catch::Contains("module load pytorch/1.13.1-cpu\n"
                                     "# Job prologue from the site's Lua hooks (hooks/*.lua); each value is one quoted word.\n"
+                                    "# shellcheck disable=SC2016\n"
                                     "export HOOK_VAR='it'\\''s $(id) `id`\n]]'\n"
                                     "module load rocm/6.0.3\n"
+                                    "# shellcheck disable=SC2016\n"
                                     "env -- printf '%s\\n' '$HOME' 'a b'\n"
                                     "srun "));
     const std::string& eb = output_ending(outputs, "pytorch-1.13.1-cpu.eb").contents;

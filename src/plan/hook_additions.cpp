@@ -141,6 +141,9 @@ std::string job_prologue_lines(const Site& site, const Stack& stack, const PlanO
             case JobCommand::Kind::run: why = job_run_problem(c.words); break;
         }
         if (!why.empty()) throw std::invalid_argument("job prologue from a hook: " + why);
+        // ShellCheck's SC2016 asks whether '$x' was meant to expand: here it never is.
+        if (std::any_of(c.words.begin(), c.words.end(), [](const std::string& w) { return w.find_first_of("$`") != std::string::npos; }))
+            s += "# shellcheck disable=SC2016\n";
         switch (c.kind) {
             case JobCommand::Kind::setenv:
                 s += "export " + c.words.at(0) + "=" + bash_word(c.words.at(1)) + "\n";

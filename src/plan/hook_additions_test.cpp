@@ -57,6 +57,7 @@ TEST_CASE("the job prologue: one bash word per value, programs through env", "[p
           "# Job prologue from the site's Lua hooks (hooks/*.lua); each value is one quoted word.\n"
           "export A='x'\\''y'\n"
           "module load m/1\n"
+          "# shellcheck disable=SC2016\n"
           "env -- eval '$(id)'\n");
     // A stack that is not one of the site's gets nothing.
     const Stack other = site.stacks.front();
