@@ -90,6 +90,25 @@ check_contains "Lmod swaps within the family" "Lmod is automatically replacing \
 check_eq "only the second is loaded" "$second
 family=torch-extra 2.0" "$(printf '%s\n' "$swap" | tail -n 2)"
 
+# ---- the easyconfig: EasyBuild's module (modluafooter) says and does the same ---------------
+mkdir -p "$SCRATCH/eb-modules"
+if report=$(python3 "$root/tests/tools/check_easyconfig.py" "$root/tests/data/easybuild_parameters.txt" \
+    "$out/easyconfigs-out/hk" "$prefix" --eb-modules "$SCRATCH/eb-modules" --filter-env-vars CMAKE_PREFIX_PATH); then
+  pass
+else
+  fail "easyconfigs of the hooked site:"
+  echo "$report" | grep -v ' passed, ' | head -n 20
+fi
+eb_mp=$SCRATCH/eb-modules:$SCRATCH/stubs
+eb_load=$(lmod_clean_shell "$eb_mp" "module load $first 2>&1 >/dev/null" 2>&1)
+check_eq "EasyBuild's module: the message on load" "$load_err" "$eb_load"
+# shellcheck disable=SC2016
+eb_swap=$(lmod_clean_shell "$eb_mp" "module load $first 2>/dev/null" "module load $second 2>/dev/null" 'module -t list 2>&1' \
+  'echo "family=$LMOD_FAMILY_TORCH"' 'module list 2>&1 | grep -c "(T)"')
+check_eq "EasyBuild's module: family and property" "$second
+family=torch-extra
+1" "$eb_swap"
+
 # ---- the job script -------------------------------------------------------------------------
 job=$prefix/software/pytorch/1.13.1-cpu/runscripts/job.slurm
 if report=$(shellcheck -s bash "$job" 2>&1); then pass; else fail "shellcheck job.slurm"; echo "$report" | head -n 20; fi
