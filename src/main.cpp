@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
                    "Where modules-out/<site>/ and easyconfigs-out/<site>/ are written")
         ->capture_default_str();
 
-    auto* build = app.add_subcommand("build", "Check, generate and publish the named sites' outputs");
+    auto* build = app.add_subcommand("build", "Check, generate and publish the named sites' outputs (with what the sites' Lua hooks, "
+                                     "sites/<name>/hooks/*.lua, add)");
     build->add_option("sites", request.sites, "Site names (directories under --sites-dir)");
     build->add_flag("--all", request.all, "Build every site");
     build->add_option("--prefix", request.prefix,
@@ -32,7 +33,7 @@ int main(int argc, char** argv) {
     build->add_flag("--dry-run", request.dry_run, "Print what would change; write nothing");
     build->add_flag("--force", request.force, "Overwrite outputs that were edited by hand");
 
-    auto* check = app.add_subcommand("check", "Check the named sites; write nothing");
+    auto* check = app.add_subcommand("check", "Check the named sites (schema, Lua rules, and the sites' hooks run); write nothing");
     check->add_option("sites", request.sites, "Site names");
     check->add_flag("--all", request.all, "Check every site");
 

@@ -168,4 +168,9 @@ broken "an escape sequence in a message" 'out.module.message("\27]0;title\7")' \
 broken "a shell assignment as program" 'out.job.run{"PATH=/tmp", "id"}' \
   "out.job.run: the program must be a name or a path, without '=' and not starting with '-'"
 broken "no file access" 'io.open("/etc/passwd")' "io.open is not available in the sandbox (no file access)"
+# The example of docs/hooks.md, as written there, passes check on the local site.
+mkdir -p "$SCRATCH/doc/sites/local/hooks"
+cp "$root/sites/local/site.toml" "$SCRATCH/doc/sites/local/"
+awk '/^```lua/ { f = 1; next } /^```/ { if (f) exit } f' "$root/docs/hooks.md" >"$SCRATCH/doc/sites/local/hooks/10-doc.lua"
+check "docs/hooks.md's example" "$sitegen" --sites-dir "$SCRATCH/doc/sites" check local
 finish
