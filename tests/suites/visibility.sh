@@ -276,4 +276,13 @@ for pair in "lumi:3, 3, 1, 1, 0, 0, 2, 2" "frontier:3, 3, 1, 1, 0, 0, 2, 2" \
   check_eq "import ${pair%%:*}: device_numa" "device_numa = [${pair#*:}]" \
     "$("$sitegen" topology import "$root/tests/fixtures/hwloc/${pair%%:*}.xml" | grep '^device_numa')"
 done
+# 8. doctor: a device_numa entry that is not the NUMA node of the device's cores (LUMI fixture).
+mkdir -p "$sites/ldom-wrong"
+sed -e 's/name = "ldom"/name = "ldom-wrong"/' -e 's/^device_numa = .*/device_numa = [3, 2, 1, 1, 0, 0, 2, 2]/' \
+  "$sites/ldom/site.toml" >"$sites/ldom-wrong/site.toml"
+check_eq "doctor: device_numa at its item" \
+  "$sites/ldom-wrong/site.toml:12:19: error: device 1 is listed on NUMA node 2, but on the node of $root/tests/fixtures/hwloc/lumi.xml its nearest cores are on NUMA node 3" \
+  "$("$sitegen" --sites-dir "$sites" doctor ldom-wrong --topology "$root/tests/fixtures/hwloc/lumi.xml" 2>&1 | grep 'NUMA node' || true)"
+check_eq "doctor: the right device_numa is no finding" "" \
+  "$("$sitegen" --sites-dir "$sites" doctor ldom --topology "$root/tests/fixtures/hwloc/lumi.xml" 2>&1 | grep 'NUMA node' || true)"
 finish
