@@ -14,6 +14,8 @@ rule {
     local path = pathof(site.collectives, "visibility_var")
     local names = allowed[vendor]
     if var == "" then
+      -- visibility = "all" says so on purpose: the program picks its device by LOCAL_RANK.
+      if site.collectives.visibility == "all" then return end
       if names and site.hardware.devices_per_node > 0 then
         warn_at("collectives", ("no visibility_var: every rank sees all %d GPUs of its node (set %s)")
           :format(site.hardware.devices_per_node, table.concat(names, " or ")))

@@ -195,6 +195,17 @@ struct Doctor {
                                 format_core_ranges(suggested[i]) + "\"");
             }
         }
+        // Each device's NUMA node (binding style numa) must be the one import suggests.
+        if (hw.device_numa.size() == ngpus) {
+            const auto numa = suggested_device_numa(topo);
+            for (size_t i = 0; i < ngpus; ++i)
+                if (numa[i] >= 0 && hw.device_numa[i] != numa[i])
+                    diags.error(site.where("hardware.device_numa." + std::to_string(i)),
+                                "device " + std::to_string(i) + " is listed on NUMA node " + std::to_string(hw.device_numa[i]) +
+                                    ", but on " + node() + " its nearest cores are on NUMA node " + std::to_string(numa[i]),
+                                "`sitegen topology import` suggests device_numa[" + std::to_string(i) + "] = " +
+                                    std::to_string(numa[i]));
+        }
         size_t reserved_ok = 0;
         for (size_t i = 0; i < hw.reserved_cores.size(); ++i) {
             const int c = hw.reserved_cores[i];

@@ -370,6 +370,24 @@ std::vector<std::vector<int>> suggested_device_cores(const NodeTopology& topo) {
     return out;
 }
 
+std::vector<int> suggested_device_numa(const NodeTopology& topo) {
+    std::vector<int> out;
+    const auto cores = suggested_device_cores(topo);
+    for (const auto& mine : cores) {
+        int best = -1;
+        size_t best_count = 0;
+        for (size_t n = 0; n < topo.numa_cores.size() && n < topo.numa_os_index.size(); ++n) {
+            size_t count = 0;
+            for (int c : mine)
+                if (std::find(topo.numa_cores[n].begin(), topo.numa_cores[n].end(), c) != topo.numa_cores[n].end()) ++count;
+            const int os = topo.numa_os_index[n];
+            if (count > best_count || (count > 0 && count == best_count && os < best)) best = os, best_count = count;
+        }
+        out.push_back(best);
+    }
+    return out;
+}
+
 std::string format_core_ranges(const std::vector<int>& cores) {
     std::vector<int> sorted = cores;
     std::sort(sorted.begin(), sorted.end());
@@ -460,6 +478,15 @@ std::string hardware_toml(const NodeTopology& topo) {
                  share + "\n";
         }
         s += "]\n";
+        const auto numa = suggested_device_numa(topo);
+        if (std::find(numa.begin(), numa.end(), -1) == numa.end()) {
+            s += "# Each device's NUMA node (binding style \"numa\"): the one holding its nearest cores.\n";
+            s += "device_numa = [";
+            for (size_t i = 0; i < numa.size(); ++i) s += (i ? ", " : "") + std::to_string(numa[i]);
+            s += "]\n";
+        } else {
+            s += "# device_numa: hwloc lists no NUMA node holding some device's cores; set it by hand\n";
+        }
     }
     std::vector<const TopologyNic*> fast, slow;
     for (const auto& n : topo.nics) (n.high_speed ? fast : slow).push_back(&n);

@@ -67,6 +67,10 @@ bool load_hwloc_topology(const std::string& xml_path, NodeTopology& out, std::st
 // device order (k GPUs on n cores get n/k consecutive cores each, the remainder unassigned).
 std::vector<std::vector<int>> suggested_device_cores(const NodeTopology& topo);
 
+// The NUMA node (OS index) of each GPU: the one holding most of its suggested cores (the lowest
+// OS index on a tie, e.g. DDR before HBM nodes of one socket); -1 when hwloc lists no NUMA cores.
+std::vector<int> suggested_device_numa(const NodeTopology& topo);
+
 // "0-7,16,18-19": sorted core ids as ranges (the site's device_cores syntax).
 std::string format_core_ranges(const std::vector<int>& cores);
 

@@ -67,27 +67,57 @@ std::optional<std::vector<int>> parse_core_ranges(std::string_view text) {
 
 std::optional<std::vector<std::vector<int>>> rank_cores(const Hardware& hw, const Binding& binding,
                                                         std::string& error) {
+    return rank_cores(hw, binding, 1, error);
+}
+
+std::optional<std::vector<std::vector<int>>> rank_cores(const Hardware& hw, const Binding& binding,
+                                                        int ranks_per_device, std::string& error) {
     if (binding.core_offset < 0 || binding.cores_per_rank < 0) {
         error = "core_offset and cores_per_rank must not be negative";
         return std::nullopt;
     }
+    if (ranks_per_device < 1) {
+        error = "ranks_per_device must be at least 1";
+        return std::nullopt;
+    }
+    const size_t k = static_cast<size_t>(ranks_per_device);
     std::vector<std::vector<int>> ranks;
-    for (size_t r = 0; r < hw.device_cores.size(); ++r) {
-        std::vector<int> cores = usable_cores(hw.device_cores[r], hw.reserved_cores, binding);
-        const size_t needed = static_cast<size_t>(std::max(1, binding.cores_per_rank));
-        if (cores.size() < needed) {
-            error = "device " + std::to_string(r) + " has " + std::to_string(cores.size()) +
-                    " usable cores after core_offset " + std::to_string(binding.core_offset) +
-                    " and reserved cores, but " + std::to_string(needed) + " are needed per rank";
+    for (size_t d = 0; d < hw.device_cores.size(); ++d) {
+        const std::vector<int>& domain = hw.device_cores[d];
+        if (domain.size() < k) {
+            error = "device " + std::to_string(d) + " has " + std::to_string(domain.size()) + " cores for " +
+                    std::to_string(k) + " ranks";
             return std::nullopt;
         }
-        if (cores.front() < 0) {
-            error = "device " + std::to_string(r) + " lists a negative core id";
-            return std::nullopt;
+        for (size_t slot = 0; slot < k; ++slot) {
+            const size_t r = d * k + slot;
+            // Slot boundaries at i * n / k: sizes differ by at most one core.
+            std::vector<int> part(domain.begin() + static_cast<long>(slot * domain.size() / k),
+                                  domain.begin() + static_cast<long>((slot + 1) * domain.size() / k));
+            std::vector<int> cores = usable_cores(part, hw.reserved_cores, binding);
+            const size_t needed = static_cast<size_t>(std::max(1, binding.cores_per_rank));
+            if (cores.size() < needed) {
+                error = (k == 1 ? "device " + std::to_string(d) : "rank " + std::to_string(r) + " (device " + std::to_string(d) + ")") +
+                        " has " + std::to_string(cores.size()) + " usable cores after core_offset " +
+                        std::to_string(binding.core_offset) + " and reserved cores, but " + std::to_string(needed) +
+                        " are needed per rank";
+                return std::nullopt;
+            }
+            if (cores.front() < 0) {
+                error = "device " + std::to_string(d) + " lists a negative core id";
+                return std::nullopt;
+            }
+            ranks.push_back(std::move(cores));
         }
-        ranks.push_back(std::move(cores));
     }
     return ranks;
+}
+
+std::string numa_domain_list(const Hardware& hw, int ranks_per_device) {
+    std::string out;
+    for (int node : hw.device_numa)
+        for (int i = 0; i < std::max(1, ranks_per_device); ++i) out += (out.empty() ? "" : ",") + std::to_string(node);
+    return out;
 }
 
 std::string slurm_mask_list(const std::vector<std::vector<int>>& ranks) {

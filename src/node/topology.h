@@ -20,6 +20,16 @@ std::optional<std::vector<int>> parse_core_ranges(std::string_view text);
 std::optional<std::vector<std::vector<int>>> rank_cores(const Hardware& hw, const Binding& binding,
                                                         std::string& error);
 
+// The same with ranks_per_device ranks on each device (local ranks d*k .. d*k+k-1 on device d):
+// the device's domain is first cut into k consecutive slots of equal size (raw positions, the
+// remainder spread from the front), then each slot is treated as above. k = 1 is rank_cores.
+std::optional<std::vector<std::vector<int>>> rank_cores(const Hardware& hw, const Binding& binding,
+                                                        int ranks_per_device, std::string& error);
+
+// "0,0,1,1" for srun --cpu-bind=map_ldom: the NUMA node of each local rank's device
+// (hw.device_numa), ranks_per_device ranks per device.
+std::string numa_domain_list(const Hardware& hw, int ranks_per_device);
+
 // "0xfe000000000000,0xfe00000000000000,..." for srun --cpu-bind=mask_cpu: one lowercase,
 // unpadded hex mask per rank, any core count. Throws std::invalid_argument on a negative core.
 std::string slurm_mask_list(const std::vector<std::vector<int>>& ranks);

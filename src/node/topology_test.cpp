@@ -137,3 +137,57 @@ TEST_CASE("core range lists parse strictly", "[topology]") {
         CHECK_FALSE(parse_core_ranges(bad));
     }
 }
+
+TEST_CASE("Aurora with 4 CCS per tile: 48 ranks, the seed's BIND_LIST", "[topology][visibility]") {
+    // aurora-pytorch.md, "Distributed Training with Multiple CCSs": 48 ranks, one core each,
+    // every tile's 8 cores split into 4 slots of 2, the first core of each socket (0, 52) kept free.
+    Hardware hw = aurora_hardware();
+    hw.reserved_cores = {0, 52};
+    Binding binding;
+    binding.cores_per_rank = 1;
+    binding.verbose = true;
+    std::string error;
+    auto ranks = rank_cores(hw, binding, 4, error);
+    INFO(error);
+    REQUIRE(ranks);
+    CHECK(ranks->size() == 48);
+    CHECK(pals_cpu_bind_list(*ranks, true) ==
+          "verbose,list:1:2:4:6:8:10:12:14:16:18:20:22:24:26:28:30:32:34:36:38:40:42:44:46:53:54:56:58:60:62:64:66:68:"
+          "70:72:74:76:78:80:82:84:86:88:90:92:94:96:98");
+    // The 12-rank binding of the same site is unchanged by the reserved cores (core_offset 2 skips them).
+    Binding twelve;
+    twelve.core_offset = 2;
+    twelve.cores_per_rank = 3;
+    CHECK(pals_cpu_bind_list(*rank_cores(hw, twelve, 1, error), false) ==
+          "list:2-4:10-12:18-20:26-28:34-36:42-44:54-56:62-64:70-72:78-80:86-88:94-96");
+}
+
+TEST_CASE("ranks per device: slots of equal size, remainder from the front, errors name the rank",
+          "[topology][visibility]") {
+    Hardware hw;
+    hw.device_cores = {cores(0, 6), cores(8, 15)};
+    Binding binding;
+    std::string error;
+    auto ranks = rank_cores(hw, binding, 2, error);
+    REQUIRE(ranks);
+    // 7 cores: slots [0,3) and [3,7); 8 cores: 4 + 4.
+    CHECK(*ranks == std::vector<std::vector<int>>{{0, 1, 2}, {3, 4, 5, 6}, {8, 9, 10, 11}, {12, 13, 14, 15}});
+    CHECK(slurm_mask_list(*ranks) == "0x7,0x78,0xf00,0xf000");
+    CHECK(*rank_cores(hw, binding, 1, error) == std::vector<std::vector<int>>{cores(0, 6), cores(8, 15)});
+    binding.cores_per_rank = 4;  // the first slot of device 0 has 3 cores
+    CHECK_FALSE(rank_cores(hw, binding, 2, error));
+    CHECK(error == "rank 0 (device 0) has 3 usable cores after core_offset 0 and reserved cores, but 4 are needed per rank");
+    binding.cores_per_rank = 0;
+    CHECK_FALSE(rank_cores(hw, binding, 8, error));
+    CHECK(error == "device 0 has 7 cores for 8 ranks");
+    CHECK_FALSE(rank_cores(hw, binding, 0, error));
+}
+
+TEST_CASE("map_ldom list: each local rank's device's NUMA node", "[topology][visibility]") {
+    Hardware hw;
+    hw.device_numa = {3, 3, 1, 1, 0, 0, 2, 2};  // Frontier/LUMI-G: GCD i next to NUMA node [3,3,1,1,0,0,2,2][i]
+    CHECK(numa_domain_list(hw, 1) == "3,3,1,1,0,0,2,2");
+    hw.device_numa = {0, 1};
+    CHECK(numa_domain_list(hw, 3) == "0,0,0,1,1,1");
+    CHECK(numa_domain_list(Hardware{}, 1).empty());
+}

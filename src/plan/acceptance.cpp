@@ -31,7 +31,7 @@ std::optional<std::vector<std::vector<int>>> launcher_binding(const Site& site) 
     }
     if (!bound) return std::nullopt;
     std::string error;
-    return rank_cores(site.hardware, site.binding, error);
+    return rank_cores(site.hardware, site.binding, ranks_per_device(site), error);
 }
 
 // CPUs per rank as the batch script requests them (--cpus-per-task).
@@ -39,7 +39,7 @@ int cpus_per_rank(const Site& site) {
     if (site.batch.cpus_per_task > 0) return site.batch.cpus_per_task;
     if (site.binding.style != BindingStyle::none) {
         std::string error;
-        if (auto ranks = rank_cores(site.hardware, site.binding, error); ranks && !ranks->empty())
+        if (auto ranks = rank_cores(site.hardware, site.binding, ranks_per_device(site), error); ranks && !ranks->empty())
             return static_cast<int>(ranks->front().size());
     }
     return 1;

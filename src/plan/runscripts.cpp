@@ -82,10 +82,7 @@ std::string collective_exports(const Site& site) {
 // Device visibility: one device per rank. The scheduler's choice stands when it bound exactly
 // one device; when it left several (e.g. "4,5,6,7" for half a node) the rank takes its entry
 // of that list (ranks share round-robin if there are more ranks than entries).
-std::string visibility_block(const Site& site) {
-    const std::string& var = site.collectives.visibility_var;
-    if (var.empty() || site.hardware.devices_per_node == 0) return "";
-    var_name(var);
+std::string narrow_block(const std::string& var) {
     return "# One device per rank, unless the scheduler already bound exactly one.\n"
            "if [[ -z ${" + var + ":-} ]]; then\n"
            "  export " + var + "=\"$LOCAL_RANK\"\n"
@@ -93,6 +90,82 @@ std::string visibility_block(const Site& site) {
            "  IFS=, read -ra visible_devices <<<\"${" + var + "}\"\n"
            "  export " + var + "=\"${visible_devices[LOCAL_RANK % ${#visible_devices[@]}]}\"\n"
            "fi\n";
+}
+
+// Several ranks per device: local ranks d*k .. d*k+k-1 see device d (k = ranks_per_device),
+// taken from the scheduler's list as above; then what the vendor needs to share a device.
+std::string shared_block(const Site& site, const std::string& var) {
+    const int k = ranks_per_device(site);
+    const std::string device = "$((10#$LOCAL_RANK / " + std::to_string(k) + "))";
+    std::string s = "# " + std::to_string(k) + " ranks per device: local rank r sees device r / " + std::to_string(k) +
+                    ", unless the scheduler\n# already bound exactly one.\n"
+                    "device_index=" + device + "\n"
+                    "if [[ -z ${" + var + ":-} ]]; then\n"
+                    "  export " + var + "=\"$device_index\"\n"
+                    "elif [[ ${" + var + "} == *,* ]]; then\n"
+                    "  IFS=, read -ra visible_devices <<<\"${" + var + "}\"\n"
+                    "  export " + var + "=\"${visible_devices[device_index % ${#visible_devices[@]}]}\"\n"
+                    "fi\n";
+    switch (site.hardware.gpu_vendor) {
+        case GpuVendor::intel: {
+            // Every tile split into k compute command streamers, one per rank: the ALCF form
+            // "0:4,1:4,...,11:4" (docs.alcf.anl.gov/aurora/data-science/frameworks/pytorch/).
+            std::string ccs;
+            for (int d = 0; d < site.hardware.devices_per_node; ++d)
+                ccs += (d ? "," : "") + std::to_string(d) + ":" + std::to_string(k);
+            s += "# Each tile split into " + std::to_string(k) + " compute command streamers (CCS), one per rank.\n" +
+                 export_default("ZEX_NUMBER_OF_CCS", ccs);
+            break;
+        }
+        case GpuVendor::nvidia:
+            // MPS clients find the node's control daemon through these directories, which must be
+            // the daemon's (docs.nvidia.com/deploy/mps/, "Environment Variables"); NVIDIA's defaults.
+            s += "# MPS: the ranks of a GPU share it through the node's MPS control daemon, which the site\n"
+                 "# starts (nvidia-cuda-mps-control -d, seeing all GPUs) with these directories.\n"
+                 "export CUDA_MPS_PIPE_DIRECTORY=\"${CUDA_MPS_PIPE_DIRECTORY:-/tmp/nvidia-mps}\"\n"
+                 "export CUDA_MPS_LOG_DIRECTORY=\"${CUDA_MPS_LOG_DIRECTORY:-/var/log/nvidia-mps}\"\n"
+                 "if [[ $LOCAL_RANK == 0 && ! -d $CUDA_MPS_PIPE_DIRECTORY ]]; then\n"
+                 "  printf '%s\\n' \"no MPS control daemon directory $CUDA_MPS_PIPE_DIRECTORY: the ranks of each GPU time-share it\" >&2\n"
+                 "fi\n";
+            break;
+        case GpuVendor::amd:   // ROCm runs several processes on one GCD as it is
+        case GpuVendor::none:  // check refuses sharing without devices
+            break;
+    }
+    return s;
+}
+
+std::string visibility_block(const Site& site) {
+    const std::string& var = site.collectives.visibility_var;
+    if (site.hardware.devices_per_node == 0) return "";
+    switch (site.collectives.visibility) {
+        case VisibilityPolicy::narrow: return var.empty() ? "" : narrow_block(var_name(var));
+        case VisibilityPolicy::all:
+            return "# Every rank sees all devices of its node (visibility = all): the program picks its own,\n"
+                   "# device LOCAL_RANK (the launcher's MPI_LOCALRANKID / PALS_LOCAL_RANKID are left as they are).\n";
+        case VisibilityPolicy::shared: return var.empty() ? "" : shared_block(site, var_name(var));
+    }
+    return "";
+}
+
+// binding.style = numa under mpiexec: the rank runs under numactl on its device's NUMA node
+// (Slurm binds with --cpu-bind=map_ldom instead).
+bool numactl_binding(const Site& site) {
+    return site.binding.style == BindingStyle::numa && site.site.scheduler == Scheduler::pbs &&
+           !site.hardware.device_numa.empty();
+}
+
+std::string numactl_block(const Site& site) {
+    if (!numactl_binding(site)) return "";
+    std::string nodes;
+    for (int n : site.hardware.device_numa) nodes += (nodes.empty() ? "" : " ") + std::to_string(n);
+    const int k = ranks_per_device(site);
+    return "# NUMA binding: the rank's cores and memory on the NUMA node of its device (hardware.device_numa).\n"
+           "numa_nodes=(" + nodes + ")\n"
+           "numa_index=$((10#$LOCAL_RANK" + (k > 1 ? " / " + std::to_string(k) : std::string()) + "))\n"
+           "((numa_index < ${#numa_nodes[@]})) || die \"local rank $LOCAL_RANK has no device: ${#numa_nodes[@]} devices per node\"\n"
+           "numa_node=${numa_nodes[numa_index]}\n"
+           "command -v numactl >/dev/null || die \"numactl not found: binding style numa runs each rank under numactl\"\n";
 }
 
 std::string miopen_block(const Site& site, const std::string& job, const std::string& node) {
@@ -178,7 +251,10 @@ std::string rank_wrapper_tail(const Site& site, const Stack& stack, const std::s
     s += collective_exports(site);
     s += affinity_report(site);
     if (conda_venv_in_container(site, stack)) s += container_activation();
-    return s + "exec " + python_command(stack) + " \"$@\"\n";
+    s += numactl_block(site);
+    const std::string numactl =
+        numactl_binding(site) ? "numactl --cpunodebind=\"$numa_node\" --membind=\"$numa_node\" " : "";
+    return s + "exec " + numactl + python_command(stack) + " \"$@\"\n";
 }
 
 std::string slurm_wrapper(const Site& site, const Stack& stack, const std::string& name) {
@@ -317,13 +393,13 @@ std::string module_lines(const Site& site, const Stack& stack, const PlanOptions
 
 int tasks_per_node(const Site& site) {
     if (site.batch.tasks_per_node > 0) return site.batch.tasks_per_node;
-    return site.hardware.devices_per_node > 0 ? site.hardware.devices_per_node : 1;
+    return site.hardware.devices_per_node > 0 ? site.hardware.devices_per_node * ranks_per_device(site) : 1;
 }
 
 std::optional<std::vector<std::vector<int>>> binding_ranks(const Site& site) {
     if (site.binding.style == BindingStyle::none) return std::nullopt;
     std::string error;
-    return rank_cores(site.hardware, site.binding, error);
+    return rank_cores(site.hardware, site.binding, ranks_per_device(site), error);
 }
 
 int cpus_per_task(const Site& site) {
@@ -354,6 +430,13 @@ std::string slurm_job(const Site& site, const Stack& stack, const PlanOptions& o
         s += "# One CPU mask per local rank, computed from the node topology.\n";
         s += "CPU_MASKS=" + bash_word(slurm_mask_list(*ranks)) + "\n";
         launch += " --cpu-bind=mask_cpu:\"$CPU_MASKS\"";
+    }
+    if (site.binding.style == BindingStyle::numa && !site.hardware.device_numa.empty()) {
+        // srun: one NUMA locality domain per local rank, for its cores and its memory
+        // (https://slurm.schedmd.com/srun.html, --cpu-bind=map_ldom, --mem-bind=map_mem).
+        s += "# The NUMA node of each local rank's device, computed from the node topology.\n";
+        s += "NUMA_DOMAINS=" + bash_word(numa_domain_list(site.hardware, ranks_per_device(site))) + "\n";
+        launch += " --cpu-bind=map_ldom:\"$NUMA_DOMAINS\" --mem-bind=map_mem:\"$NUMA_DOMAINS\"";
     }
     if (runs_in_container(site, stack)) {
         // The module's bind list mounts $RUNSCRIPTS at /runscripts.

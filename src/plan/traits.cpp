@@ -47,6 +47,20 @@ constexpr LayoutTraits kUserbaseVenv{PythonLayout::userbase_venv, false, false};
 constexpr LayoutTraits kFrameworksModule{PythonLayout::frameworks_module, false, false};
 constexpr LayoutTraits kSystem{PythonLayout::system, false, false};
 
+constexpr VisibilityTraits kNarrow{VisibilityPolicy::narrow, true, false};
+constexpr VisibilityTraits kAllVisible{VisibilityPolicy::all, false, false};
+constexpr VisibilityTraits kShared{VisibilityPolicy::shared, true, true};
+
+// Intel PVC: 1, 2 or 4 compute command streamers (CCS) per tile, one process each
+// (https://docs.alcf.anl.gov/aurora/data-science/frameworks/pytorch/, "Distributed Training with
+// Multiple CCSs"). NVIDIA MPS: Volta and later serve up to 48 client contexts per GPU
+// (https://docs.nvidia.com/deploy/mps/index.html). ROCm runs several processes on one GCD as it is.
+constexpr int kPvcCcsCounts[] = {1, 2, 4};
+constexpr SharingTraits kNoSharing{GpuVendor::none, nullptr, {}, 1};
+constexpr SharingTraits kAmdSharing{GpuVendor::amd, "processes sharing a GCD (no extra service)", {}, 64};
+constexpr SharingTraits kNvidiaSharing{GpuVendor::nvidia, "the MPS control daemon (nvidia-cuda-mps-control -d)", {}, 48};
+constexpr SharingTraits kIntelSharing{GpuVendor::intel, "compute command streamers (ZEX_NUMBER_OF_CCS)", kPvcCcsCounts, 4};
+
 }  // namespace
 
 // Exhaustive switches (no default, -Werror=switch): a new enumerator fails to compile here
@@ -86,6 +100,30 @@ const LayoutTraits& traits(PythonLayout l) {
         case PythonLayout::system: return kSystem;
     }
     std::abort();
+}
+
+const VisibilityTraits& traits(VisibilityPolicy v) {
+    switch (v) {
+        case VisibilityPolicy::narrow: return kNarrow;
+        case VisibilityPolicy::all: return kAllVisible;
+        case VisibilityPolicy::shared: return kShared;
+    }
+    std::abort();
+}
+
+const SharingTraits& sharing_traits(GpuVendor v) {
+    switch (v) {
+        case GpuVendor::none: return kNoSharing;
+        case GpuVendor::amd: return kAmdSharing;
+        case GpuVendor::nvidia: return kNvidiaSharing;
+        case GpuVendor::intel: return kIntelSharing;
+    }
+    std::abort();
+}
+
+int ranks_per_device(const Site& site) {
+    if (!traits(site.collectives.visibility).shares || site.collectives.ranks_per_device < 1) return 1;
+    return site.collectives.ranks_per_device;
 }
 
 bool runs_in_container(const Site& site, const Stack& stack) {

@@ -54,10 +54,30 @@ struct LayoutTraits {
     bool conda_venv;    // a conda environment plus a venv (conda_root, conda_env, venv required)
 };
 
+// What a device-visibility policy does in the rank wrapper.
+struct VisibilityTraits {
+    VisibilityPolicy policy;
+    bool narrows;  // sets the visibility variable: device LOCAL_RANK / ranks_per_device
+    bool shares;   // several ranks per device: ranks_per_device, the vendor's sharing variables
+};
+
+// How ranks share one device of a vendor (visibility = "shared").
+struct SharingTraits {
+    GpuVendor vendor;
+    const char* mechanism;  // nullptr: devices cannot be shared
+    std::span<const int> ranks_per_device;  // the counts the vendor allows; empty: 1..max_ranks
+    int max_ranks;
+};
+
 const SchedulerTraits& traits(Scheduler);
 const LauncherTraits& traits(Launcher);
 const RuntimeTraits& traits(ContainerRuntime);
 const LayoutTraits& traits(PythonLayout);
+const VisibilityTraits& traits(VisibilityPolicy);
+const SharingTraits& sharing_traits(GpuVendor);
+
+// Ranks on each device: collectives.ranks_per_device under a sharing policy, else 1.
+int ranks_per_device(const Site& site);
 
 // The runtime's GPU flag for the site's vendor when [container] gpu_flag asks for one ("" if none).
 std::string gpu_flag(const Site& site);

@@ -1,9 +1,11 @@
 // Whole-site schema checks: required keys, names, paths and counts that must agree.
 #include "site/check.h"
 
+#include <algorithm>
 #include <regex>
 #include <set>
 
+#include "node/topology.h"
 #include "plan/module.h"
 #include "plan/runscripts.h"
 #include "plan/traits.h"
@@ -60,6 +62,8 @@ struct Checker {
     }
     void check_text_placement();
     void check_runtime();
+    void check_visibility();
+    void check_numa_binding();
     void check_literal_values();
     std::string layout_path(size_t i) const;
 
@@ -130,6 +134,8 @@ void Checker::run(const std::string& expected_name) {
     }
     check_text_placement();
     check_runtime();
+    check_visibility();
+    check_numa_binding();
     check_literal_values();
     if (site.stacks.empty()) diags.error(site.where(""), "no [[stacks]] defined: a site publishes at least one stack");
     std::set<std::string> seen;
@@ -242,16 +248,112 @@ void Checker::check_runtime() {
                                 runtime + " takes no bind options ('" + c.binds[i].options + "'): " + rt.bind_flag +
                                     " SRC:DST only");
     }
-    // The wrapper gives each rank the device LOCAL_RANK: more ranks than devices would
-    // point ranks at devices that do not exist.
+}
+
+// The visibility policy against the devices, the ranks and what the vendor can share: the
+// wrapper gives local rank r device r (narrow, all) or r / ranks_per_device (shared).
+void Checker::check_visibility() {
+    const auto& h = site.hardware;
+    const auto& c = site.collectives;
+    const VisibilityTraits& policy = traits(c.visibility);
+    const std::string name = "'" + to_string(c.visibility) + "'";
+    const int devices = h.devices_per_node;
+    const int k = c.ranks_per_device;
+    const bool explicit_policy = present("collectives.visibility");
+    if (present("collectives.ranks_per_device") && !policy.shares && k != 1)
+        diags.error(site.where("collectives.ranks_per_device"),
+                    "ranks_per_device = " + std::to_string(k) + " applies only to visibility = \"shared\" (visibility is " +
+                        name + ")",
+                    "set visibility = \"shared\" in [collectives], or remove ranks_per_device");
+    if (explicit_policy && policy.narrows) {
+        if (devices == 0) {
+            diags.error(site.where("collectives.visibility"),
+                        "visibility " + name + " gives each rank a device, but gpu_vendor '" + to_string(h.gpu_vendor) +
+                            "' has no devices per node",
+                        "use visibility = \"all\" (or leave it out) on CPU-only nodes");
+            return;
+        }
+        if (c.visibility_var.empty())
+            diags.error(site.where("collectives.visibility"),
+                        "visibility " + name + " narrows each rank to its device through collectives.visibility_var, "
+                            "which is not set",
+                        "set visibility_var (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or ZE_AFFINITY_MASK), or use "
+                        "visibility = \"all\"");
+    }
+    if (devices == 0) return;
     const int ranks = site.batch.tasks_per_node;
-    if (h.devices_per_node > 0 && ranks > h.devices_per_node && !site.collectives.visibility_var.empty())
+    if (!policy.shares) {
+        // More ranks than devices: ranks `devices` and above would point at devices that do not exist.
+        if (ranks > devices) {
+            const std::string how = c.visibility == VisibilityPolicy::all
+                                        ? "with visibility = \"all\" each rank picks device LOCAL_RANK"
+                                        : "the rank wrapper narrows each rank to device LOCAL_RANK";
+            diags.error(site.where("batch.tasks_per_node"),
+                        std::to_string(ranks) + " ranks per node but " + std::to_string(devices) + " devices: " + how +
+                            ", so ranks " + std::to_string(devices) + " and above would have none",
+                        "to run several ranks on each device, set visibility = \"shared\" and ranks_per_device = " +
+                            std::to_string((ranks + devices - 1) / devices) +
+                            " in [collectives]; else tasks_per_node <= devices_per_node");
+        }
+        return;
+    }
+    const SharingTraits& sharing = sharing_traits(h.gpu_vendor);
+    const std::string at = present("collectives.ranks_per_device") ? "collectives.ranks_per_device" : "collectives.visibility";
+    if (!sharing.mechanism) {
+        diags.error(site.where("collectives.visibility"),
+                    "gpu_vendor '" + to_string(h.gpu_vendor) + "' has no way for ranks to share a device");
+        return;
+    }
+    bool allowed = k <= sharing.max_ranks;
+    if (!sharing.ranks_per_device.empty())
+        allowed = std::find(sharing.ranks_per_device.begin(), sharing.ranks_per_device.end(), k) !=
+                  sharing.ranks_per_device.end();
+    if (!allowed) {
+        std::string counts;
+        for (int n : sharing.ranks_per_device) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
+        diags.error(site.where(at),
+                    "ranks_per_device = " + std::to_string(k) + ": " + to_string(h.gpu_vendor) + " devices are shared through " +
+                        sharing.mechanism + ", which allows " +
+                        (counts.empty() ? "at most " + std::to_string(sharing.max_ranks) : counts) + " ranks per device");
+    }
+    if (ranks > 0 && ranks % devices != 0)
         diags.error(site.where("batch.tasks_per_node"),
-                    std::to_string(ranks) + " ranks per node but " + std::to_string(h.devices_per_node) +
-                        " devices: the rank wrapper narrows each rank to device LOCAL_RANK, so ranks " +
-                        std::to_string(h.devices_per_node) + " and above would have none",
-                    "one rank per device (tasks_per_node <= devices_per_node); devices shared by several ranks "
-                    "are not expressible yet");
+                    std::to_string(ranks) + " ranks per node do not divide evenly among " + std::to_string(devices) +
+                        " devices shared by ranks_per_device = " + std::to_string(k) + " ranks each",
+                    "tasks_per_node = " + std::to_string(devices * k) + " (devices_per_node x ranks_per_device)");
+    else if (ranks > 0 && ranks != devices * k)
+        diags.error(site.where("batch.tasks_per_node"),
+                    std::to_string(ranks) + " ranks per node but " + std::to_string(devices) + " devices x ranks_per_device " +
+                        std::to_string(k) + " = " + std::to_string(devices * k) + ": the wrapper gives local rank r device r / " +
+                        std::to_string(k),
+                    "tasks_per_node = " + std::to_string(devices * k) + ", or leave it out");
+    // Each device's cores are split among its ranks: every rank must still get its cores.
+    if (site.binding.style != BindingStyle::none && static_cast<int>(h.device_cores.size()) == devices && allowed) {
+        std::string error;
+        if (!rank_cores(h, site.binding, k, error))
+            diags.error(site.where(present("binding.cores_per_rank") ? "binding.cores_per_rank" : "binding.style"),
+                        "with " + std::to_string(k) + " ranks per device, each device's cores are split among its ranks: " + error);
+    }
+}
+
+// binding.style = "numa": the NUMA node of every device, and a place to bind from.
+void Checker::check_numa_binding() {
+    const auto& h = site.hardware;
+    if (present("hardware.device_numa") && static_cast<int>(h.device_numa.size()) != h.devices_per_node)
+        diags.error(site.where("hardware.device_numa"),
+                    "'device_numa' lists " + std::to_string(h.device_numa.size()) + " devices but devices_per_node is " +
+                        std::to_string(h.devices_per_node));
+    if (site.binding.style != BindingStyle::numa || h.devices_per_node == 0) return;
+    if (!present("hardware.device_numa"))
+        diags.error(site.where("binding.style"),
+                    "binding style 'numa' binds each rank to its device's NUMA node, but hardware.device_numa is not set",
+                    "add device_numa = [...] to [hardware] (sitegen topology import prints it)");
+    // Under mpiexec the wrapper runs numactl, inside the image on container sites.
+    if (site.site.scheduler == Scheduler::pbs && site.container.enabled)
+        diags.error(site.where("binding.style"),
+                    "binding style 'numa' under mpiexec runs each rank under numactl in the rank wrapper, which runs "
+                    "inside the container image",
+                    "use style = \"list\" (mpiexec --cpu-bind list:)");
 }
 
 // Values are written as they are: a module's setenv and the wrapper's exports never expand

@@ -74,6 +74,10 @@ const std::vector<Field<Hardware>>& fields_of() {
          .meaning = "Cores never bound to a rank (OS / low-noise cores)."},
         {.key = "nics", .member = &Hardware::nics, .meaning = "High-speed network interfaces (`hsn0`...)."},
         {.key = "interconnect", .member = &Hardware::interconnect, .meaning = "Interconnect name, e.g. `slingshot-11`."},
+        {.key = "device_numa", .member = &Hardware::device_numa, .min = 0, .max = 4095,
+         .requirement = "required by binding style `numa`",
+         .meaning = "For device i, the NUMA node (OS index) whose cores are nearest to it, e.g. `[3, 3, 1, 1, 0, 0, 2, 2]`; "
+                    "`sitegen topology import` fills it."},
     };
     return rows;
 }
@@ -82,7 +86,9 @@ template <>
 const std::vector<Field<Binding>>& fields_of() {
     static const std::vector<Field<Binding>> rows = {
         {.key = "style", .member = &Binding::style, .requirement = "default `none`",
-         .meaning = "`mask`: Slurm `--cpu-bind=mask_cpu:`; `list`: PALS `mpiexec --cpu-bind list:`."},
+         .meaning = "`mask`: Slurm `--cpu-bind=mask_cpu:`; `list`: PALS `mpiexec --cpu-bind list:`; `numa`: each rank "
+                    "bound to its device's NUMA node (`hardware.device_numa`), by Slurm `--cpu-bind=map_ldom:` or, under "
+                    "mpiexec, by `numactl --cpunodebind --membind` in the rank wrapper."},
         {.key = "cores_per_rank", .member = &Binding::cores_per_rank, .min = 0, .max = 65536, .requirement = "default 0",
          .meaning = "Cores per rank taken from its device's domain (0 = all that are not reserved)."},
         {.key = "core_offset", .member = &Binding::core_offset, .min = 0, .max = 65536, .requirement = "default 0",
@@ -137,6 +143,17 @@ const std::vector<Field<Collectives>>& fields_of() {
         {.key = "env", .member = &Collectives::env,
          .meaning = "Variables every rank and the module export (NCCL_*, FI_CXI_*, CCL_*).",
          .section = "Collective environment (name = value)."},
+        {.key = "visibility", .member = &Collectives::visibility, .requirement = "default `narrow`",
+         .meaning = "Which devices each rank sees. `narrow`: one, device LOCAL_RANK (the wrapper sets visibility_var; "
+                    "without it nothing narrows). `all`: every device of the node; the program picks its own by "
+                    "LOCAL_RANK (or the launcher's MPI_LOCALRANKID / PALS_LOCAL_RANKID), nothing narrows. `shared`: "
+                    "ranks_per_device ranks on each device, device LOCAL_RANK / ranks_per_device, with the vendor's "
+                    "variables (Intel: ZEX_NUMBER_OF_CCS, one CCS per rank; NVIDIA: the MPS client's "
+                    "CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY) and each device's cores split among its ranks."},
+        {.key = "ranks_per_device", .member = &Collectives::ranks_per_device, .min = 1, .max = 64,
+         .requirement = "default 1",
+         .meaning = "Ranks per device under `visibility = \"shared\"` (Intel PVC: 1, 2 or 4 CCS per tile; NVIDIA MPS: "
+                    "at most 48 clients per GPU); tasks_per_node defaults to devices_per_node x this."},
     };
     return rows;
 }

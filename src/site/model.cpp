@@ -30,12 +30,14 @@ constexpr EnumName<PythonLayout> kPythonLayouts[] = {{PythonLayout::container_ve
                                                      {PythonLayout::system, "system"},
                                                      {PythonLayout::container_system, "container-system"}};
 constexpr EnumName<BindingStyle> kBindingStyles[] = {
-    {BindingStyle::none, "none"}, {BindingStyle::mask, "mask"}, {BindingStyle::list, "list"}};
+    {BindingStyle::none, "none"}, {BindingStyle::mask, "mask"}, {BindingStyle::list, "list"}, {BindingStyle::numa, "numa"}};
+constexpr EnumName<VisibilityPolicy> kVisibilityPolicies[] = {
+    {VisibilityPolicy::narrow, "narrow"}, {VisibilityPolicy::all, "all"}, {VisibilityPolicy::shared, "shared"}};
 
 static_assert(in_declaration_order(kSchedulers) && in_declaration_order(kLaunchers) &&
               in_declaration_order(kGpuVendors) && in_declaration_order(kCollectiveLibs) &&
               in_declaration_order(kContainerRuntimes) && in_declaration_order(kPythonLayouts) &&
-              in_declaration_order(kBindingStyles));
+              in_declaration_order(kBindingStyles) && in_declaration_order(kVisibilityPolicies));
 
 template <typename E>
 std::string name_of(E value) {
@@ -51,6 +53,7 @@ template <> std::span<const EnumName<CollectiveLib>> enum_names() { return kColl
 template <> std::span<const EnumName<ContainerRuntime>> enum_names() { return kContainerRuntimes; }
 template <> std::span<const EnumName<PythonLayout>> enum_names() { return kPythonLayouts; }
 template <> std::span<const EnumName<BindingStyle>> enum_names() { return kBindingStyles; }
+template <> std::span<const EnumName<VisibilityPolicy>> enum_names() { return kVisibilityPolicies; }
 
 std::string to_string(Scheduler v) { return name_of(v); }
 std::string to_string(Launcher v) { return name_of(v); }
@@ -59,6 +62,7 @@ std::string to_string(CollectiveLib v) { return name_of(v); }
 std::string to_string(ContainerRuntime v) { return name_of(v); }
 std::string to_string(PythonLayout v) { return name_of(v); }
 std::string to_string(BindingStyle v) { return name_of(v); }
+std::string to_string(VisibilityPolicy v) { return name_of(v); }
 
 SourceRegion Site::where(const std::string& path) const {
     std::string p = path;

@@ -18,7 +18,10 @@ enum class GpuVendor { none, amd, nvidia, intel };
 enum class CollectiveLib { nccl, rccl, oneccl, gloo };
 enum class ContainerRuntime { singularity, apptainer, charliecloud };
 enum class PythonLayout { container_venv, conda_env, userbase_venv, frameworks_module, system, container_system };
-enum class BindingStyle { none, mask, list };
+enum class BindingStyle { none, mask, list, numa };
+// Which devices a rank sees: one (narrow), all of its node's (all), or one shared with
+// ranks_per_device - 1 other ranks (shared: Intel PVC CCS, NVIDIA MPS).
+enum class VisibilityPolicy { narrow, all, shared };
 
 // One name table per enumeration, in declaration order (as Lua's ltm.h "ORDER TM"; model.cpp
 // static_asserts it). The loader, `sitegen schema`, the rules' view and to_string all read
@@ -37,6 +40,7 @@ template <> std::span<const EnumName<CollectiveLib>> enum_names();
 template <> std::span<const EnumName<ContainerRuntime>> enum_names();
 template <> std::span<const EnumName<PythonLayout>> enum_names();
 template <> std::span<const EnumName<BindingStyle>> enum_names();
+template <> std::span<const EnumName<VisibilityPolicy>> enum_names();
 
 std::string to_string(Scheduler);
 std::string to_string(Launcher);
@@ -45,6 +49,7 @@ std::string to_string(CollectiveLib);
 std::string to_string(ContainerRuntime);
 std::string to_string(PythonLayout);
 std::string to_string(BindingStyle);
+std::string to_string(VisibilityPolicy);
 
 // Ordered name=value pairs (TOML tables keep source order; we sort where output needs it).
 using EnvList = std::vector<std::pair<std::string, std::string>>;
@@ -72,6 +77,7 @@ struct Hardware {
     std::vector<int> reserved_cores;  // never bound to a rank (OS / low-noise cores)
     std::vector<std::string> nics;
     std::string interconnect;
+    std::vector<int> device_numa;  // device_numa[i]: the NUMA node of device i (binding style numa)
 };
 
 // How ranks are pinned: cores_per_rank cores of each device's domain, skipping reserved
@@ -107,6 +113,8 @@ struct Collectives {
     int master_port_base = 29500;  // MASTER_PORT = base + job id % span unless overridden
     int master_port_span = 1000;
     EnvList env;                   // NCCL_*, FI_CXI_*, CCL_* ... exported on every rank
+    VisibilityPolicy visibility = VisibilityPolicy::narrow;  // narrow needs visibility_var to narrow
+    int ranks_per_device = 1;      // shared: ranks on each device (device = LOCAL_RANK / this)
 };
 
 struct Bind {

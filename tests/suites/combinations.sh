@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every accepted combination works: one site per combination of container runtime x
-# scheduler x python layout x GPU vendor x visibility x GPU flag, every pair of values at
-# least (tests/tools/pairwise.py). The suite's own model of the rules says which must be
+# scheduler x python layout x GPU vendor x visibility policy (narrow, all, shared) x GPU
+# flag, every pair of values at least (tests/tools/pairwise.py). The suite's own model of the rules says which must be
 # refused; sitegen must agree, refuse at a file:line:col location, or else produce outputs
 # that load and unload in real Lmod, pass shellcheck and the easyconfig checker, and whose
 # rank wrapper gives the right rank, world and device under the scheduler's fake environment.
@@ -28,10 +28,12 @@ SH
 cp "$fakebin/python" "$fakebin/python3"
 chmod +x "$fakebin/python" "$fakebin/python3"
 
-# expected_refusal RUNTIME LAYOUT VENDOR GPU_FLAG: why this combination cannot work (the
-# rules as the issue states them, written independently of sitegen), or nothing.
+# expected_refusal RUNTIME LAYOUT VENDOR GPU_FLAG VISIBILITY: why this combination cannot work
+# (the rules as the issue states them, written independently of sitegen), or nothing.
 expected_refusal() {
-  local runtime=$1 layout=$2 vendor=$3 gpu_flag=$4 in_container=0
+  local runtime=$1 layout=$2 vendor=$3 gpu_flag=$4 visibility=$5 in_container=0
+  # A policy that gives ranks devices needs devices (and their variable, which only GPUs have).
+  if [[ $vendor == none && $visibility != all ]]; then echo "visibility $visibility without devices"; return; fi
   [[ $layout == container-* ]] && in_container=1
   if [[ $runtime == none && $in_container == 1 ]]; then echo "container layout without a container"; return; fi
   if [[ $runtime != none && $in_container == 0 ]]; then echo "host layout on a container site"; return; fi
@@ -55,14 +57,17 @@ write_site() {
     intel) lib=oneccl var=ZE_AFFINITY_MASK ;;
   esac
   [[ $visibility == all ]] && var=""
+  local tasks=2
+  [[ $visibility == shared ]] && tasks=4  # 2 ranks on each of the 2 devices
   mkdir -p "$dir/$name"
   {
     printf '[site]\nname = "%s"\ndescription = "combination"\nscheduler = "%s"\nlauncher = "%s"\n' "$name" "$scheduler" "$launcher"
     printf 'install_prefix = "/opt/combo"\n\n'
     printf '[hardware]\ngpu_vendor = "%s"\ndevices_per_node = %s\ncores_per_node = 8\n' "$vendor" "$devices"
     [[ $devices -gt 0 ]] && printf 'device_cores = ["0-3", "4-7"]\n'
-    printf '\n[binding]\nstyle = "%s"\n\n[batch]\ntasks_per_node = 2\n\n' "$style"
-    printf '[collectives]\nlibrary = "%s"\n' "$lib"
+    printf '\n[binding]\nstyle = "%s"\n\n[batch]\ntasks_per_node = %s\n\n' "$style" "$tasks"
+    printf '[collectives]\nlibrary = "%s"\nvisibility = "%s"\n' "$lib" "$visibility"
+    [[ $visibility == shared ]] && printf 'ranks_per_device = 2\n'
     [[ -n $var ]] && printf 'visibility_var = "%s"\n' "$var"
     if [[ $runtime != none ]]; then
       printf '\n[container]\nruntime = "%s"\nimage_dir = "/images"\ngpu_flag = %s\nbinds = [{ host = "/scratch" }]\n' \
@@ -103,7 +108,7 @@ while read -r line; do
   name=combo$n
   var=$(write_site "$sites" "$name" "${c[runtime]}" "${c[scheduler]}" "${c[layout]}" "${c[vendor]}" \
     "${c[visibility]}" "${c[gpu_flag]}")
-  want=$(expected_refusal "${c[runtime]}" "${c[layout]}" "${c[vendor]}" "${c[gpu_flag]}")
+  want=$(expected_refusal "${c[runtime]}" "${c[layout]}" "${c[vendor]}" "${c[gpu_flag]}" "${c[visibility]}")
   code=0
   "$sitegen" --sites-dir "$sites" check "$name" >"$SCRATCH/$name.check" 2>&1 || code=$?
   if [[ -n $want ]]; then
@@ -154,8 +159,13 @@ while read -r line; do
     fail "$line: easyconfig: $report"
   fi
   wrapper=$(find "$stack/runscripts" -name '*python-distributed')
-  device=1
-  [[ -n $var ]] || device="<unset>"
+  # The device local rank 1 sees, by the policy: narrow -> LOCAL_RANK, all -> every device
+  # (the variable unset), shared -> LOCAL_RANK / ranks_per_device (2).
+  case ${c[visibility]} in
+    narrow) device=1 ;;
+    all) device="<unset>" ;;
+    shared) device=0 ;;
+  esac
   check_eq "$line: wrapper" \
     "RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 DEVICE=$device" \
     "$(wrapper_output "${c[scheduler]}" "$wrapper" "$var")"
@@ -164,12 +174,12 @@ done < <(
   # pair that some invalid site has in a refused one.
   dims=("runtime=none,singularity,apptainer,charliecloud" "scheduler=slurm,pbs"
     "layout=container-venv,container-system,conda-env,userbase-venv,frameworks-module,system"
-    "vendor=none,amd,nvidia,intel" "visibility=narrow,all" "gpu_flag=false,true")
+    "vendor=none,amd,nvidia,intel" "visibility=narrow,all,shared" "gpu_flag=false,true")
   : >"$SCRATCH/valid"
   : >"$SCRATCH/invalid"
   while read -r runtime scheduler layout vendor visibility gpu_flag; do
     kind=invalid
-    [[ -n $(expected_refusal "$runtime" "$layout" "$vendor" "$gpu_flag") ]] || kind=valid
+    [[ -n $(expected_refusal "$runtime" "$layout" "$vendor" "$gpu_flag" "$visibility") ]] || kind=valid
     echo "$runtime $scheduler $layout $vendor $visibility $gpu_flag" >>"$SCRATCH/$kind"
   done < <(python3 -c 'import itertools, sys
 for combo in itertools.product(*[a.partition("=")[2].split(",") for a in sys.argv[1:]]):
