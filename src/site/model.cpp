@@ -12,8 +12,10 @@ constexpr bool in_declaration_order(const EnumName<E> (&names)[N]) {
     return true;
 }
 
-constexpr EnumName<Scheduler> kSchedulers[] = {{Scheduler::slurm, "slurm"}, {Scheduler::pbs, "pbs"}};
-constexpr EnumName<Launcher> kLaunchers[] = {{Launcher::srun, "srun"}, {Launcher::mpiexec, "mpiexec"}};
+constexpr EnumName<Scheduler> kSchedulers[] = {
+    {Scheduler::slurm, "slurm"}, {Scheduler::pbs, "pbs"}, {Scheduler::flux, "flux"}};
+constexpr EnumName<Launcher> kLaunchers[] = {
+    {Launcher::srun, "srun"}, {Launcher::mpiexec, "mpiexec"}, {Launcher::flux, "flux"}};
 constexpr EnumName<GpuVendor> kGpuVendors[] = {
     {GpuVendor::none, "none"}, {GpuVendor::amd, "amd"}, {GpuVendor::nvidia, "nvidia"}, {GpuVendor::intel, "intel"}};
 constexpr EnumName<CollectiveLib> kCollectiveLibs[] = {{CollectiveLib::nccl, "nccl"},
@@ -31,6 +33,9 @@ constexpr EnumName<PythonLayout> kPythonLayouts[] = {{PythonLayout::container_ve
                                                      {PythonLayout::container_system, "container-system"}};
 constexpr EnumName<BindingStyle> kBindingStyles[] = {
     {BindingStyle::none, "none"}, {BindingStyle::mask, "mask"}, {BindingStyle::list, "list"}};
+constexpr EnumName<RankStarter> kRankStarters[] = {{RankStarter::launcher, "launcher"},
+                                                   {RankStarter::torchrun, "torchrun"}};
+static_assert(in_declaration_order(kRankStarters));
 
 static_assert(in_declaration_order(kSchedulers) && in_declaration_order(kLaunchers) &&
               in_declaration_order(kGpuVendors) && in_declaration_order(kCollectiveLibs) &&
@@ -51,6 +56,7 @@ template <> std::span<const EnumName<CollectiveLib>> enum_names() { return kColl
 template <> std::span<const EnumName<ContainerRuntime>> enum_names() { return kContainerRuntimes; }
 template <> std::span<const EnumName<PythonLayout>> enum_names() { return kPythonLayouts; }
 template <> std::span<const EnumName<BindingStyle>> enum_names() { return kBindingStyles; }
+template <> std::span<const EnumName<RankStarter>> enum_names() { return kRankStarters; }
 
 std::string to_string(Scheduler v) { return name_of(v); }
 std::string to_string(Launcher v) { return name_of(v); }
@@ -59,6 +65,7 @@ std::string to_string(CollectiveLib v) { return name_of(v); }
 std::string to_string(ContainerRuntime v) { return name_of(v); }
 std::string to_string(PythonLayout v) { return name_of(v); }
 std::string to_string(BindingStyle v) { return name_of(v); }
+std::string to_string(RankStarter v) { return name_of(v); }
 
 SourceRegion Site::where(const std::string& path) const {
     std::string p = path;

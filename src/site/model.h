@@ -12,13 +12,16 @@
 
 namespace sitegen {
 
-enum class Scheduler { slurm, pbs };
-enum class Launcher { srun, mpiexec };
+enum class Scheduler { slurm, pbs, flux };
+enum class Launcher { srun, mpiexec, flux };
 enum class GpuVendor { none, amd, nvidia, intel };
 enum class CollectiveLib { nccl, rccl, oneccl, gloo };
 enum class ContainerRuntime { singularity, apptainer, charliecloud };
 enum class PythonLayout { container_venv, conda_env, userbase_venv, frameworks_module, system, container_system };
 enum class BindingStyle { none, mask, list };
+// Who starts the ranks on a node: the scheduler's launcher (one task per rank), or torchrun
+// (the launcher starts one task per node, which runs torchrun with the node's ranks).
+enum class RankStarter { launcher, torchrun };
 
 // One name table per enumeration, in declaration order (as Lua's ltm.h "ORDER TM"; model.cpp
 // static_asserts it). The loader, `sitegen schema`, the rules' view and to_string all read
@@ -37,6 +40,7 @@ template <> std::span<const EnumName<CollectiveLib>> enum_names();
 template <> std::span<const EnumName<ContainerRuntime>> enum_names();
 template <> std::span<const EnumName<PythonLayout>> enum_names();
 template <> std::span<const EnumName<BindingStyle>> enum_names();
+template <> std::span<const EnumName<RankStarter>> enum_names();
 
 std::string to_string(Scheduler);
 std::string to_string(Launcher);
@@ -45,6 +49,7 @@ std::string to_string(CollectiveLib);
 std::string to_string(ContainerRuntime);
 std::string to_string(PythonLayout);
 std::string to_string(BindingStyle);
+std::string to_string(RankStarter);
 
 // Ordered name=value pairs (TOML tables keep source order; we sort where output needs it).
 using EnvList = std::vector<std::pair<std::string, std::string>>;
@@ -98,6 +103,7 @@ struct Batch {
     std::string output;
     std::string place;        // PBS place=
     std::string filesystems;  // PBS filesystems=
+    RankStarter rank_starter = RankStarter::launcher;  // torchrun: one launcher task per node
 };
 
 struct Collectives {
