@@ -320,15 +320,16 @@ std::string flux_wrapper(const Site& site, const Stack& stack, const std::string
     s += "# flux run -N -n spreads the tasks evenly, in blocks of consecutive ranks per node.\n"
          "((10#$FLUX_JOB_NNODES > 0 && 10#$FLUX_JOB_SIZE % 10#$FLUX_JOB_NNODES == 0)) ||\n"
          "  die \"$FLUX_JOB_SIZE tasks do not spread evenly over $FLUX_JOB_NNODES nodes\"\n"
-         "export LOCAL_WORLD_SIZE=$((10#$FLUX_JOB_SIZE / 10#$FLUX_JOB_NNODES))\n"
-         "node_id=$((10#$FLUX_TASK_RANK / LOCAL_WORLD_SIZE))\n";
+         "export LOCAL_WORLD_SIZE=$((10#$FLUX_JOB_SIZE / 10#$FLUX_JOB_NNODES))\n";
     s += "# Master: the first host of this job (flux-hostlist(1): `local` is the job of FLUX_JOB_ID).\n"
          "if [[ -z ${MASTER_ADDR:-} ]]; then\n"
+         "  command -v flux >/dev/null 2>&1 || die \"flux is not on PATH: cannot find the first host of job $FLUX_JOB_ID\"\n"
          "  MASTER_ADDR=$(flux hostlist --nth=0 local) || die \"cannot find the first host of job $FLUX_JOB_ID (flux hostlist)\"\n"
          "  [[ -n $MASTER_ADDR ]] || die \"flux hostlist gave no first host of job $FLUX_JOB_ID\"\n"
          "fi\n"
          "export MASTER_ADDR\n";
-    return s + rank_wrapper_tail(site, stack, "$job_number", "", "$node_id");
+    // The node's index, from the block layout of the tasks.
+    return s + rank_wrapper_tail(site, stack, "$job_number", "", "$((10#$FLUX_TASK_RANK / LOCAL_WORLD_SIZE))");
 }
 
 std::string get_master(const Stack& stack) {
