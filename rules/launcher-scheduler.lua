@@ -1,10 +1,10 @@
--- Launcher and scheduler go together: srun with Slurm, mpiexec with PBS.
+-- Launcher and scheduler go together: srun with Slurm, mpiexec with PBS, flux (flux run) with Flux.
 
-local launcher_for = { slurm = "srun", pbs = "mpiexec" }
+local launcher_for = { slurm = "srun", pbs = "mpiexec", flux = "flux" }
 
 rule {
   name = "launcher-scheduler",
-  description = "site.launcher is the one of site.scheduler (srun-slurm, mpiexec-pbs)",
+  description = "site.launcher is the one of site.scheduler (srun-slurm, mpiexec-pbs, flux-flux)",
   check = function(site)
     local expected = launcher_for[site.site.scheduler]
     if expected and site.site.launcher ~= expected then

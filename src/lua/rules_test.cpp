@@ -317,7 +317,7 @@ TEST_CASE("rule stack-names: valid and unique module names and easyconfig file n
                        "easyconfig file name 'PyTorch-GPU-1.eb' is also the one of stack 'PyTorch-GPU/1'")});
 }
 
-TEST_CASE("rule launcher-scheduler: srun with Slurm, mpiexec with PBS", "[lua][rules]") {
+TEST_CASE("rule launcher-scheduler: srun with Slurm, mpiexec with PBS, flux with Flux", "[lua][rules]") {
     Site s = good_site();
     CHECK(findings(s, "launcher-scheduler").empty());
     s.site.launcher = Launcher::mpiexec;
@@ -329,7 +329,12 @@ TEST_CASE("rule launcher-scheduler: srun with Slurm, mpiexec with PBS", "[lua][r
     s.site.launcher = Launcher::srun;
     CHECK(findings(s, "launcher-scheduler") ==
           Lines{expect(s, "site.launcher", "launcher-scheduler",
-                       "launcher 'srun' does not go with scheduler 'pbs' (use 'mpiexec')")});
+                       "launcher 'srun' does not go with scheduler 'pbs' (use 'mpiexec')")});    s.site.scheduler = Scheduler::flux;
+    CHECK(findings(s, "launcher-scheduler") ==
+          Lines{expect(s, "site.launcher", "launcher-scheduler",
+                       "launcher 'srun' does not go with scheduler 'flux' (use 'flux')")});
+    s.site.launcher = Launcher::flux;
+    CHECK(findings(s, "launcher-scheduler").empty());
 }
 
 TEST_CASE("rule ports: every master port within 1024..65535", "[lua][rules]") {

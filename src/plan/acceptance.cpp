@@ -21,15 +21,17 @@ std::string scheduler_suffix(const Site& site) {
 }
 
 // The cores the stack's batch script binds each local rank to, as its launcher line does:
-// Slurm masks with binding.style = mask, PALS lists with binding.style = list; else none.
+// Slurm masks with binding.style = mask, PALS lists with binding.style = list, Flux's
+// cpu-affinity map with either; else none (and never under torchrun, which binds no rank).
 std::optional<std::vector<std::vector<int>>> launcher_binding(const Site& site) {
     const BindingStyle style = site.binding.style;
     bool bound = false;
     switch (site.site.scheduler) {
         case Scheduler::slurm: bound = style == BindingStyle::mask; break;
         case Scheduler::pbs: bound = style == BindingStyle::list; break;
+        case Scheduler::flux: bound = style == BindingStyle::mask || style == BindingStyle::list; break;
     }
-    if (!bound) return std::nullopt;
+    if (!bound || !traits(site.batch.rank_starter).per_rank_binding) return std::nullopt;
     std::string error;
     return rank_cores(site.hardware, site.binding, ranks_per_device(site), error);
 }
@@ -105,7 +107,7 @@ std::string batch_script(const Site& site, const Stack& stack, const PlanOptions
     while (pos < job->contents.size() && job->contents.compare(pos, directive.size(), directive) == 0) {
         const size_t end = job->contents.find('\n', pos);
         std::string line = job->contents.substr(pos, end - pos);
-        if (line.rfind("#SBATCH --job-name=", 0) == 0 || line.rfind("#PBS -N ", 0) == 0) line += "-acceptance";
+        if (line.rfind(t.job_name, 0) == 0) line += "-acceptance";
         s += line + "\n";
         pos = end + 1;
     }

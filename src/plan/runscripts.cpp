@@ -243,8 +243,12 @@ std::string rank_checks() {
 
 // What every scheduler's wrapper does once ranks and master are known: port, device,
 // caches, collective env, affinity report, container activation, then exec the program.
+std::string torchrun_tail(const Site& site, const Stack& stack, const std::string& job,
+                          const std::string& step, const std::string& node);
+
 std::string rank_wrapper_tail(const Site& site, const Stack& stack, const std::string& job,
                               const std::string& step, const std::string& node) {
+    if (traits(site.batch.rank_starter).one_task_per_node) return torchrun_tail(site, stack, job, step, node);
     std::string s = rank_checks() + master_port_line(site.collectives, job, step);
     s += visibility_block(site);
     s += miopen_block(site, job, node);
@@ -255,6 +259,29 @@ std::string rank_wrapper_tail(const Site& site, const Stack& stack, const std::s
     const std::string numactl =
         numactl_binding(site) ? "numactl --cpunodebind=\"$numa_node\" --membind=\"$numa_node\" " : "";
     return s + "exec " + numactl + python_command(stack) + " \"$@\"\n";
+}
+
+int tasks_per_node(const Site& site);
+
+// torchrun as the rank starter: this wrapper runs once per node (the launcher's task), with
+// RANK = the node's index and WORLD_SIZE = the nodes; torchrun then starts the node's ranks
+// and sets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT for
+// them itself (https://pytorch.org/docs/stable/elastic/run.html), so they are unset here. The
+// rendezvous (c10d) is at the master's MASTER_PORT; the job id names it. The underscore
+// spellings of the options are the ones torch 1.x and 2.x both accept.
+std::string torchrun_tail(const Site& site, const Stack& stack, const std::string& job,
+                          const std::string& step, const std::string& node) {
+    std::string s = rank_checks();
+    s += "((10#$LOCAL_WORLD_SIZE == 1)) || die \"torchrun starts the ranks: launch one task per node, not $LOCAL_WORLD_SIZE\"\n";
+    s += master_port_line(site.collectives, job, step);
+    s += miopen_block(site, job, node);
+    s += collective_exports(site);
+    if (conda_venv_in_container(site, stack)) s += container_activation();
+    s += "nnodes=$((10#$WORLD_SIZE))\n"
+         "unset RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE\n";
+    return s + "exec " + python_command(stack) + " -m torch.distributed.run --nnodes=\"$nnodes\" --nproc_per_node=" +
+           std::to_string(tasks_per_node(site)) +
+           " --rdzv_backend=c10d --rdzv_endpoint=\"$MASTER_ADDR:$MASTER_PORT\" --rdzv_id=\"" + job + "\" \"$@\"\n";
 }
 
 std::string slurm_wrapper(const Site& site, const Stack& stack, const std::string& name) {
@@ -330,6 +357,58 @@ std::string pbs_wrapper(const Site& site, const Stack& stack, const std::string&
     return s + rank_wrapper_tail(site, stack, "$job_number", "", "${PALS_NODEID:-0}");
 }
 
+// Flux: the flux-shell's task environment (FLUX_TASK_RANK, FLUX_TASK_LOCAL_ID, FLUX_JOB_SIZE,
+// FLUX_JOB_NNODES, FLUX_JOB_ID; flux-run(1) "ENVIRONMENT",
+// https://flux-framework.readthedocs.io/projects/flux-core/en/latest/man1/flux-run.html).
+// FLUX_JOB_ID is in F58 form ("ƒ" or "f", then base58 digits; flux-core src/shell/shell.c),
+// so the port takes the decimal id from `flux job id --to=dec` (flux-job(1)), else decodes it
+// here; only its last 15 digits are used, which bash arithmetic holds.
+std::string flux_wrapper(const Site& site, const Stack& stack, const std::string& name) {
+    std::string s = header(name, stack, "per-rank wrapper for flux run: sets the torch.distributed\n# environment from the Flux job shell's, then execs python with all its arguments.");
+    s += "die() { printf '" + name + ": %s\\n' \"$*\" >&2; exit 2; }\n";
+    s += require_numbers("FLUX_TASK_RANK FLUX_TASK_LOCAL_ID FLUX_JOB_SIZE FLUX_JOB_NNODES",
+                         "run this through flux run inside a Flux job");
+    s += "[[ -n ${FLUX_JOB_ID:-} ]] || die \"FLUX_JOB_ID is not set: run this through flux run inside a Flux job\"\n";
+    s += "# Sets job_number to the last 15 decimal digits of FLUX_JOB_ID (decimal, or F58: the prefix\n"
+         "# U+0192 or 'f', then base58 digits), from `flux job id --to=dec` or decoded here.\n"
+         "flux_job_number() {\n"
+         "  local id=$FLUX_JOB_ID dec='' digits=123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz rest i before n=0\n"
+         "  if [[ $id =~ ^[0-9]{1,20}$ ]]; then\n"
+         "    dec=$id\n"
+         "  elif command -v flux >/dev/null 2>&1; then\n"
+         "    dec=$(flux job id --to=dec \"$id\" 2>/dev/null) || dec=''\n"
+         "  fi\n"
+         "  if [[ $dec =~ ^[0-9]{1,20}$ ]]; then\n"
+         "    if ((${#dec} > 15)); then dec=${dec: -15}; fi\n"
+         "    job_number=$((10#$dec))\n"
+         "    return 0\n"
+         "  fi\n"
+         "  rest=${id#$'\\xc6\\x92'}\n"
+         "  [[ $rest != \"$id\" ]] || rest=${id#f}\n"
+         "  [[ $rest != \"$id\" && $rest =~ ^[1-9A-HJ-NP-Za-km-z]{1,12}$ ]] || return 1\n"
+         "  for ((i = 0; i < ${#rest}; i++)); do\n"
+         "    before=${digits%%\"${rest:i:1}\"*}\n"
+         "    n=$(((n * 58 + ${#before}) % 1000000000000000))\n"
+         "  done\n"
+         "  job_number=$n\n"
+         "}\n";
+    s += "flux_job_number || die \"FLUX_JOB_ID is neither a decimal nor an F58 job id: $FLUX_JOB_ID\"\n";
+    s += "export RANK=\"$FLUX_TASK_RANK\" WORLD_SIZE=\"$FLUX_JOB_SIZE\" LOCAL_RANK=\"$FLUX_TASK_LOCAL_ID\"\n";
+    s += "# flux run -N -n spreads the tasks evenly, in blocks of consecutive ranks per node.\n"
+         "((10#$FLUX_JOB_NNODES > 0 && 10#$FLUX_JOB_SIZE % 10#$FLUX_JOB_NNODES == 0)) ||\n"
+         "  die \"$FLUX_JOB_SIZE tasks do not spread evenly over $FLUX_JOB_NNODES nodes\"\n"
+         "export LOCAL_WORLD_SIZE=$((10#$FLUX_JOB_SIZE / 10#$FLUX_JOB_NNODES))\n";
+    s += "# Master: the first host of this job (flux-hostlist(1): `local` is the job of FLUX_JOB_ID).\n"
+         "if [[ -z ${MASTER_ADDR:-} ]]; then\n"
+         "  command -v flux >/dev/null 2>&1 || die \"flux is not on PATH: cannot find the first host of job $FLUX_JOB_ID\"\n"
+         "  MASTER_ADDR=$(flux hostlist --nth=0 local) || die \"cannot find the first host of job $FLUX_JOB_ID (flux hostlist)\"\n"
+         "  [[ -n $MASTER_ADDR ]] || die \"flux hostlist gave no first host of job $FLUX_JOB_ID\"\n"
+         "fi\n"
+         "export MASTER_ADDR\n";
+    // The node's index, from the block layout of the tasks.
+    return s + rank_wrapper_tail(site, stack, "$job_number", "", "$((10#$FLUX_TASK_RANK / LOCAL_WORLD_SIZE))");
+}
+
 std::string get_master(const Stack& stack) {
     std::string s = header("get-master", stack, "prints the first host of a Slurm hostlist (default: this\n# step's nodes). Prefers scontrol; falls back to a pure-bash expansion.");
     s += bash_first_host_function();
@@ -375,7 +454,12 @@ std::string batch_value_directives(const Site& site) {
     std::string s;
     for (const auto& f : traits(site.site.scheduler).directives) {
         const std::string& value = site.batch.*f.value;
-        if (!value.empty()) s += checked_directive(f.prefix, std::string("batch.") + f.key, value, f.resource);
+        if (value.empty()) continue;
+        const std::string written = f.convert ? f.convert(value) : value;
+        if (written.empty())
+            throw std::invalid_argument(std::string("batch.") + f.key + " '" + value + "' cannot be written into a " +
+                                        traits(site.site.scheduler).directive + " directive");
+        s += checked_directive(f.prefix, std::string("batch.") + f.key, written, f.resource);
     }
     return s;
 }
@@ -396,8 +480,28 @@ int tasks_per_node(const Site& site) {
     return site.hardware.devices_per_node > 0 ? site.hardware.devices_per_node * ranks_per_device(site) : 1;
 }
 
+// Tasks (and CPUs per task) the launcher starts on a node: one per rank, or under torchrun
+// one per node holding all of the node's ranks.
+int launcher_tasks_per_node(const Site& site) {
+    return traits(site.batch.rank_starter).one_task_per_node ? 1 : tasks_per_node(site);
+}
+
+int cpus_per_task(const Site& site);
+int launcher_cpus_per_task(const Site& site) {
+    return traits(site.batch.rank_starter).one_task_per_node ? cpus_per_task(site) * tasks_per_node(site)
+                                                             : cpus_per_task(site);
+}
+
+// What the job script's comment says starts the ranks.
+std::string ranks_started_by(const Site& site, const std::string& launcher, const std::string& per_rank) {
+    if (!traits(site.batch.rank_starter).one_task_per_node) return per_rank;
+    return launcher + " starts one task per node, which runs torchrun with the node's " +
+           std::to_string(tasks_per_node(site)) + " ranks.\n";
+}
+
 std::optional<std::vector<std::vector<int>>> binding_ranks(const Site& site) {
-    if (site.binding.style == BindingStyle::none) return std::nullopt;
+    if (site.binding.style == BindingStyle::none || !traits(site.batch.rank_starter).per_rank_binding)
+        return std::nullopt;
     std::string error;
     return rank_cores(site.hardware, site.binding, ranks_per_device(site), error);
 }
@@ -415,13 +519,14 @@ std::string slurm_job(const Site& site, const Stack& stack, const PlanOptions& o
     std::string s = "#!/bin/bash -l\n";
     s += checked_directive("#SBATCH --job-name=", "the stack name", lower(stack.name), false);
     s += "#SBATCH --nodes=" + std::to_string(b.nodes) + "\n";
-    s += "#SBATCH --ntasks-per-node=" + std::to_string(tasks_per_node(site)) + "\n";
-    s += "#SBATCH --cpus-per-task=" + std::to_string(cpus_per_task(site)) + "\n";
+    s += "#SBATCH --ntasks-per-node=" + std::to_string(launcher_tasks_per_node(site)) + "\n";
+    s += "#SBATCH --cpus-per-task=" + std::to_string(launcher_cpus_per_task(site)) + "\n";
     if (gpus > 0) s += "#SBATCH --gpus-per-node=" + std::to_string(gpus) + "\n";
     s += batch_value_directives(site);
     s += "# " + stack.module_full_name() + " on " + site.site.name + ": sbatch job.slurm SCRIPT.py [ARGS...]\n"
-         "# Generated by sitegen; one rank per " + std::string(gpus > 0 ? "GPU" : "task") +
-         ", launched by srun (not torchrun: srun maps the tasks).\n";
+         "# Generated by sitegen; " +
+         ranks_started_by(site, "srun", "one rank per " + std::string(gpus > 0 ? "GPU" : "task") +
+                                            ", launched by srun (not torchrun: srun maps the tasks).\n");
     s += "set -euo pipefail\n";
     s += "if [[ $# -eq 0 ]]; then\n  echo 'usage: sbatch job.slurm SCRIPT.py [ARGS...]' >&2\n  exit 2\nfi\n";
     s += module_lines(site, stack, options);
@@ -450,7 +555,7 @@ std::string slurm_job(const Site& site, const Stack& stack, const PlanOptions& o
 std::string pbs_job(const Site& site, const Stack& stack, const PlanOptions& options,
                     const std::string& wrapper) {
     const auto& b = site.batch;
-    const int ppn = tasks_per_node(site);
+    const int ppn = launcher_tasks_per_node(site);
     std::string s = "#!/bin/bash -l\n";
     s += checked_directive("#PBS -N ", "the stack name", lower(stack.name), false);
     s += "#PBS -l select=" + std::to_string(b.nodes) + "\n";
@@ -458,7 +563,7 @@ std::string pbs_job(const Site& site, const Stack& stack, const PlanOptions& opt
     s += "#PBS -j oe\n";
     s += "# " + stack.module_full_name() + " on " + site.site.name + ": qsub -v PROGRAM='train.py --epochs 1' job.pbs\n"
          "# (PROGRAM is split at blanks), or in an interactive job: bash job.pbs SCRIPT.py [ARGS...].\n"
-         "# Generated by sitegen; one rank per device, launched by mpiexec.\n";
+         "# Generated by sitegen; " + ranks_started_by(site, "mpiexec", "one rank per device, launched by mpiexec.\n");
     s += "set -euo pipefail\n";
     s += "if [[ $# -eq 0 ]]; then\n"
          "  : \"${PROGRAM:?set PROGRAM to the python script and its arguments, e.g. qsub -v PROGRAM='train.py --epochs 1' job.pbs}\"\n"
@@ -480,6 +585,75 @@ std::string pbs_job(const Site& site, const Stack& stack, const PlanOptions& opt
         bind = " --cpu-bind \"$CPU_BIND\"";
     }
     const std::string launch = "mpiexec -np \"$SITEGEN_NRANKS\" -ppn \"$SITEGEN_RANKS_PER_NODE\"" + bind;
+    if (runs_in_container(site, stack)) {
+        const ContainerCommand c = container_command(site, stack, "/runscripts/" + wrapper + " \"$@\"");
+        s += c.setup + launch + " " + c.command + "\n";
+    } else {
+        s += launch + " \"$RUNSCRIPTS/" + wrapper + "\" \"$@\"\n";
+    }
+    return s;
+}
+
+// flux-shell's cpu-affinity=map:LIST: one entry per local task, joined by ';', each a hwloc
+// bitmask ("0xf") or list ("0-3,8-11"); the same cores as the Slurm masks and PALS lists.
+std::string flux_mask_map(const std::vector<std::vector<int>>& ranks) {
+    std::string map = slurm_mask_list(ranks);
+    for (char& c : map)
+        if (c == ',') c = ';';
+    return map;
+}
+std::string flux_list_map(const std::vector<std::vector<int>>& ranks) {
+    std::string map = pals_cpu_bind_list(ranks, false).substr(5);  // after "list:"
+    for (char& c : map)
+        if (c == ':') c = ';';
+    return map;
+}
+
+// The Flux batch script (flux-batch(1)): whole nodes, then `flux run` with one task per rank
+// (per-task form: -n tasks, -c cores and -g GPUs each; flux-run(1)). Binding through the job
+// shell's options (flux-shell-options(7),
+// https://flux-framework.readthedocs.io/projects/flux-core/en/latest/man7/flux-shell-options.html):
+// cpu-affinity=map:LIST gives local task i the i-th entry of the site's binding; without one,
+// per-task divides the allocated cores among the tasks. gpu-affinity=per-task sets one
+// CUDA_VISIBLE_DEVICES per task, so it is asked for only when that is the site's visibility
+// variable; otherwise the wrapper narrows with its own (HIP would also read a CUDA_VISIBLE_DEVICES
+// set by Flux, narrowing twice), so Flux's is turned off.
+std::string flux_job(const Site& site, const Stack& stack, const PlanOptions& options,
+                     const std::string& wrapper) {
+    const auto& b = site.batch;
+    const int gpus = b.gpus_per_node > 0 ? b.gpus_per_node : site.hardware.devices_per_node;
+    const int ppn = launcher_tasks_per_node(site);
+    const SchedulerTraits& t = traits(Scheduler::flux);
+    std::string s = "#!/bin/bash -l\n";
+    s += checked_directive(t.job_name, "the stack name", lower(stack.name), false);
+    s += "# flux: -N " + std::to_string(b.nodes) + "\n";
+    s += "# flux: --exclusive\n";
+    s += batch_value_directives(site);
+    s += "# " + stack.module_full_name() + " on " + site.site.name + ": flux batch job.flux SCRIPT.py [ARGS...]\n"
+         "# (or bash job.flux SCRIPT.py [ARGS...] inside flux alloc). Generated by sitegen; " +
+         ranks_started_by(site, "flux run", "one rank per " + std::string(gpus > 0 ? "GPU" : "task") + ", launched by flux run.\n");
+    s += "set -euo pipefail\n";
+    s += "if [[ $# -eq 0 ]]; then\n  echo 'usage: flux batch job.flux SCRIPT.py [ARGS...]' >&2\n  exit 2\nfi\n";
+    s += module_lines(site, stack, options);
+    s += "# The nodes of this batch job (its Flux instance).\n"
+         "NNODES=$(flux hostlist --count instance)\n"
+         "[[ $NNODES =~ ^[1-9][0-9]{0,8}$ ]] || { echo \"job.flux: cannot count the nodes of this Flux instance: '$NNODES'\" >&2; exit 2; }\n";
+    std::string launch = "flux run -N \"$NNODES\" -n \"$((NNODES * " + std::to_string(ppn) + "))\" -c " +
+                         std::to_string(launcher_cpus_per_task(site));
+    const int gpus_per_task = gpus / ppn;
+    if (gpus_per_task > 0) launch += " -g " + std::to_string(gpus_per_task);
+    if (auto ranks = binding_ranks(site)) {
+        s += "# The cores of each local rank, computed from the node topology.\n";
+        s += "CPU_MAP=" + bash_word(site.binding.style == BindingStyle::mask ? flux_mask_map(*ranks) : flux_list_map(*ranks)) + "\n";
+        launch += " -o cpu-affinity=map:\"$CPU_MAP\"";
+    } else {
+        launch += " -o cpu-affinity=per-task";
+    }
+    if (gpus > 0) {
+        const bool flux_narrows = traits(site.batch.rank_starter).per_rank_binding &&
+                                  site.collectives.visibility_var == "CUDA_VISIBLE_DEVICES" && gpus_per_task == 1;
+        launch += flux_narrows ? " -o gpu-affinity=per-task" : " -o gpu-affinity=off";
+    }
     if (runs_in_container(site, stack)) {
         const ContainerCommand c = container_command(site, stack, "/runscripts/" + wrapper + " \"$@\"");
         s += c.setup + launch + " " + c.command + "\n";
@@ -558,6 +732,10 @@ void check_runscript_values(const Site& site, Diagnostics& diags) {
             diags.error(site.where(path), "'" + path + "' cannot be written into a " +
                                               traits(site.site.scheduler).directive +
                                               " directive: " + why);
+        else if (f.convert && !value.empty() && f.convert(value).empty())
+            diags.error(site.where(path), "'" + path + "' is '" + value + "', which " +
+                                              traits(site.site.scheduler).submit + " cannot take",
+                        "a time as [[D-]HH:]MM:SS, MM:SS or minutes, e.g. \"01:30:00\"");
     }
 }
 
@@ -581,6 +759,10 @@ void plan_runscripts(const Site& site, const Stack& stack, const PlanOptions& op
         case Scheduler::pbs:
             add("runscripts/" + wrapper, pbs_wrapper(site, stack, wrapper), true);
             add(job, pbs_job(site, stack, options, wrapper), true);
+            break;
+        case Scheduler::flux:
+            add("runscripts/" + wrapper, flux_wrapper(site, stack, wrapper), true);
+            add(job, flux_job(site, stack, options, wrapper), true);
             break;
     }
     if (conda_venv_in_container(site, stack)) {

@@ -3,6 +3,7 @@
 
 #include "plan/stack_plan.h"
 #include "plan/runscripts.h"
+#include "plan/traits.h"
 #include "render/install_files.h"
 #include "site/load.h"
 #include "test_support.h"
@@ -139,4 +140,89 @@ TEST_CASE("PBS job script: mpiexec over nodes x ranks per node, arguments or PRO
         INFO(line);
         CHECK(job.find(line) != std::string::npos);
     }
+}
+
+TEST_CASE("Flux time limits: Slurm-style times in Flux Standard Duration", "[runscripts][flux]") {
+    // sbatch(1) --time forms, converted by hand.
+    CHECK(flux_time_limit("00:10:00") == "10m");
+    CHECK(flux_time_limit("01:30:00") == "90m");
+    CHECK(flux_time_limit("1:59:00") == "119m");
+    CHECK(flux_time_limit("10") == "10m");
+    CHECK(flux_time_limit("5:30") == "330s");
+    CHECK(flux_time_limit("1-00:00:00") == "1440m");
+    CHECK(flux_time_limit("2-12") == "3600m");
+    CHECK(flux_time_limit("0-0:0:45") == "45s");
+    for (const char* bad : {"", "abc", "00:00:00", "1:2:3:4", "-5", "1-", "1h", "10 ", "1--2"}) {
+        INFO(bad);
+        CHECK(flux_time_limit(bad).empty());
+    }
+}
+
+TEST_CASE("Flux job script: whole nodes, one flux run task per rank, the site's binding as cpu-affinity map",
+          "[runscripts][flux]") {
+    Site site = load_seed_site("frontier");
+    site.site.scheduler = Scheduler::flux;
+    site.site.launcher = Launcher::flux;
+    site.batch.output = "logs/flux-{{id}}.out";
+    const auto files = emit_runscripts(site, {"/p"});
+    const std::string job = file_ending(files, "/runscripts/job.flux");
+    for (const char* line : {"#!/bin/bash -l\n# flux: --job-name=pytorch\n# flux: -N 2\n# flux: --exclusive\n"
+                             "# flux: -t 10m\n# flux: --queue=batch\n# flux: --bank=<PROJECT_ID>\n"
+                             "# flux: --output=logs/flux-{{id}}.out\n#",
+                             "NNODES=$(flux hostlist --count instance)\n",
+                             // Frontier's srun masks, as flux-shell map entries.
+                             "CPU_MAP='0xfe000000000000;0xfe00000000000000;0xfe0000;0xfe000000;0xfe;0xfe00;"
+                             "0xfe00000000;0xfe0000000000'\n",
+                             "flux run -N \"$NNODES\" -n \"$((NNODES * 8))\" -c 7 -g 1 -o cpu-affinity=map:\"$CPU_MAP\" "
+                             "-o gpu-affinity=off \"$RUNSCRIPTS/python-distributed\" \"$@\"\n"}) {
+        INFO(line);
+        CHECK(job.find(line) != std::string::npos);
+    }
+    const std::string acceptance = file_ending(files, "/runscripts/acceptance.flux");
+    CHECK(acceptance.find("# flux: --job-name=pytorch-acceptance\n# flux: -N 2\n") != std::string::npos);
+    const std::string wrapper = file_ending(files, "/runscripts/python-distributed");
+    CHECK(wrapper.find("for v in FLUX_TASK_RANK FLUX_TASK_LOCAL_ID FLUX_JOB_SIZE FLUX_JOB_NNODES; do\n") != std::string::npos);
+    CHECK(wrapper.find("MASTER_ADDR=$(flux hostlist --nth=0 local)") != std::string::npos);
+
+    // Core lists instead of masks; NVIDIA's CUDA_VISIBLE_DEVICES is the one Flux narrows itself.
+    site.binding.style = BindingStyle::list;
+    site.collectives.visibility_var = "CUDA_VISIBLE_DEVICES";
+    const std::string listed = file_ending(emit_runscripts(site, {"/p"}), "/runscripts/job.flux");
+    CHECK(listed.find("CPU_MAP='49-55;57-63;17-23;25-31;1-7;9-15;33-39;41-47'\n") != std::string::npos);
+    CHECK(listed.find("-o cpu-affinity=map:\"$CPU_MAP\" -o gpu-affinity=per-task \"$RUNSCRIPTS") != std::string::npos);
+}
+
+TEST_CASE("torchrun as the rank starter: one launcher task per node with all its CPUs and ranks",
+          "[runscripts][torchrun]") {
+    Site site = load_seed_site("local");
+    site.batch.rank_starter = RankStarter::torchrun;
+    const auto files = emit_runscripts(site, {"/p"});
+    const std::string job = file_ending(files, "/runscripts/job.slurm");
+    CHECK(job.find("#SBATCH --ntasks-per-node=1\n#SBATCH --cpus-per-task=2\n") != std::string::npos);
+    CHECK(job.find("srun starts one task per node, which runs torchrun with the node's 2 ranks.\n") != std::string::npos);
+    const std::string wrapper = file_ending(files, "/runscripts/python-distributed");
+    CHECK(wrapper.find("((10#$LOCAL_WORLD_SIZE == 1)) || die \"torchrun starts the ranks: launch one task per node, "
+                       "not $LOCAL_WORLD_SIZE\"\n") != std::string::npos);
+    CHECK(wrapper.find("unset RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE\n"
+                       "exec /usr/bin/python3 -m torch.distributed.run --nnodes=\"$nnodes\" --nproc_per_node=2 "
+                       "--rdzv_backend=c10d --rdzv_endpoint=\"$MASTER_ADDR:$MASTER_PORT\" --rdzv_id=\"$SLURM_JOB_ID\" "
+                       "\"$@\"\n") != std::string::npos);
+    CHECK(wrapper.find("SITEGEN_REPORT_AFFINITY") == std::string::npos);  // no per-rank report: no rank runs it
+
+    Site pbs = load_seed_site("aurora");
+    pbs.batch.rank_starter = RankStarter::torchrun;
+    pbs.binding.style = BindingStyle::none;
+    pbs.collectives.visibility_var.clear();
+    const std::string pbs_job = file_ending(emit_runscripts(pbs, {"/p"}), "/runscripts/job.pbs");
+    CHECK(pbs_job.find("export SITEGEN_RANKS_PER_NODE=1\n") != std::string::npos);
+    CHECK(pbs_job.find("mpiexec -np \"$SITEGEN_NRANKS\" -ppn \"$SITEGEN_RANKS_PER_NODE\" \"$RUNSCRIPTS/") != std::string::npos);
+
+    Site flux = load_seed_site("frontier");
+    flux.site.scheduler = Scheduler::flux;
+    flux.batch.rank_starter = RankStarter::torchrun;
+    flux.binding.style = BindingStyle::none;
+    flux.collectives.visibility_var.clear();
+    const std::string flux_job = file_ending(emit_runscripts(flux, {"/p"}), "/runscripts/job.flux");
+    CHECK(flux_job.find("flux run -N \"$NNODES\" -n \"$((NNODES * 1))\" -c 8 -g 8 -o cpu-affinity=per-task "
+                        "-o gpu-affinity=off \"$RUNSCRIPTS/python-distributed\" \"$@\"\n") != std::string::npos);
 }

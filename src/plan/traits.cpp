@@ -2,6 +2,7 @@
 #include "plan/traits.h"
 
 #include <cstdlib>
+#include <vector>
 
 namespace sitegen {
 
@@ -23,11 +24,30 @@ constexpr DirectiveField kPbsDirectives[] = {
     {"account", &Batch::account, "#PBS -A ", false},
 };
 
-constexpr SchedulerTraits kSlurm{Scheduler::slurm, "#SBATCH", "job.slurm", "sbatch", kSlurmDirectives};
-constexpr SchedulerTraits kPbs{Scheduler::pbs, "#PBS", "job.pbs", "qsub", kPbsDirectives};
+// Flux: `flux batch` reads `# flux:` lines as directives (RFC 36; flux-batch(1),
+// https://flux-framework.readthedocs.io/projects/flux-core/en/latest/man1/flux-batch.html);
+// -t takes minutes or a Flux Standard Duration, not HH:MM:SS.
+constexpr DirectiveField kFluxDirectives[] = {
+    {"time", &Batch::time, "# flux: -t ", false, flux_time_limit},
+    {"partition", &Batch::partition, "# flux: --queue=", false},
+    {"account", &Batch::account, "# flux: --bank=", false},
+    {"output", &Batch::output, "# flux: --output=", false},
+};
+
+constexpr SchedulerTraits kSlurm{Scheduler::slurm, "#SBATCH", "job.slurm", "sbatch", kSlurmDirectives,
+                                 "#SBATCH --job-name=", Launcher::srun};
+constexpr SchedulerTraits kPbs{Scheduler::pbs, "#PBS", "job.pbs", "qsub", kPbsDirectives, "#PBS -N ",
+                               Launcher::mpiexec};
+constexpr SchedulerTraits kFlux{Scheduler::flux, "# flux:", "job.flux", "flux batch", kFluxDirectives,
+                                "# flux: --job-name=", Launcher::flux};
 
 constexpr LauncherTraits kSrun{Launcher::srun, "srun"};
 constexpr LauncherTraits kMpiexec{Launcher::mpiexec, "mpiexec"};
+constexpr LauncherTraits kFluxRun{Launcher::flux, "flux run"};
+
+constexpr RankStarterTraits kByLauncher{RankStarter::launcher, false, true};
+// torchrun starts the node's ranks itself (https://pytorch.org/docs/stable/elastic/run.html).
+constexpr RankStarterTraits kTorchrun{RankStarter::torchrun, true, false};
 
 constexpr const char* kInsideSingularity =
     "-e /.singularity.d || -n ${APPTAINER_CONTAINER:-} || -n ${SINGULARITY_CONTAINER:-}";
@@ -69,6 +89,7 @@ const SchedulerTraits& traits(Scheduler s) {
     switch (s) {
         case Scheduler::slurm: return kSlurm;
         case Scheduler::pbs: return kPbs;
+        case Scheduler::flux: return kFlux;
     }
     std::abort();
 }
@@ -77,6 +98,7 @@ const LauncherTraits& traits(Launcher l) {
     switch (l) {
         case Launcher::srun: return kSrun;
         case Launcher::mpiexec: return kMpiexec;
+        case Launcher::flux: return kFluxRun;
     }
     std::abort();
 }
@@ -111,6 +133,14 @@ const VisibilityTraits& traits(VisibilityPolicy v) {
     std::abort();
 }
 
+const RankStarterTraits& traits(RankStarter r) {
+    switch (r) {
+        case RankStarter::launcher: return kByLauncher;
+        case RankStarter::torchrun: return kTorchrun;
+    }
+    std::abort();
+}
+
 const SharingTraits& sharing_traits(GpuVendor v) {
     switch (v) {
         case GpuVendor::none: return kNoSharing;
@@ -124,6 +154,43 @@ const SharingTraits& sharing_traits(GpuVendor v) {
 int ranks_per_device(const Site& site) {
     if (!traits(site.collectives.visibility).shares || site.collectives.ranks_per_device < 1) return 1;
     return site.collectives.ranks_per_device;
+
+}
+
+std::string flux_time_limit(const std::string& time) {
+    // Slurm's forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (sbatch(1) --time).
+    std::string rest = time;
+    long long days = -1;
+    if (auto dash = rest.find('-'); dash != std::string::npos) {
+        const std::string d = rest.substr(0, dash);
+        if (d.empty() || d.size() > 4 || d.find_first_not_of("0123456789") != std::string::npos) return "";
+        days = std::stoll(d);
+        rest = rest.substr(dash + 1);
+    }
+    std::vector<long long> parts;
+    size_t start = 0;
+    for (;;) {
+        const size_t colon = rest.find(':', start);
+        const std::string p = rest.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+        if (p.empty() || p.size() > 6 || p.find_first_not_of("0123456789") != std::string::npos) return "";
+        parts.push_back(std::stoll(p));
+        if (colon == std::string::npos) break;
+        start = colon + 1;
+    }
+    if (parts.size() > 3) return "";
+    long long seconds = 0;
+    if (days >= 0) {
+        const long long h = parts[0], m = parts.size() > 1 ? parts[1] : 0, s = parts.size() > 2 ? parts[2] : 0;
+        seconds = ((days * 24 + h) * 60 + m) * 60 + s;
+    } else if (parts.size() == 1) {
+        seconds = parts[0] * 60;
+    } else if (parts.size() == 2) {
+        seconds = parts[0] * 60 + parts[1];
+    } else {
+        seconds = (parts[0] * 60 + parts[1]) * 60 + parts[2];
+    }
+    if (seconds <= 0) return "";
+    return seconds % 60 == 0 ? std::to_string(seconds / 60) + "m" : std::to_string(seconds) + "s";
 }
 
 bool runs_in_container(const Site& site, const Stack& stack) {

@@ -15,6 +15,8 @@ struct DirectiveField {
     std::string Batch::*value;  // its model field
     const char* prefix;         // the directive text before the value
     bool resource;              // a PBS -l resource: ',' would start another one
+    // The value as the directive takes it ("" when it cannot be written); nullptr: as it is.
+    std::string (*convert)(const std::string&) = nullptr;
 };
 
 struct SchedulerTraits {
@@ -23,11 +25,20 @@ struct SchedulerTraits {
     const char* job_file;   // the batch script under runscripts/
     const char* submit;     // how users submit it
     std::span<const DirectiveField> directives;  // the [batch] strings written as directives
+    const char* job_name;   // the directive naming the job, before the name
+    Launcher launcher;      // the launcher its job scripts start ranks with
 };
 
 struct LauncherTraits {
     Launcher launcher;
     const char* command;  // what starts the ranks
+};
+
+// What a rank starter implies for the job script and the rank wrapper.
+struct RankStarterTraits {
+    RankStarter starter;
+    bool one_task_per_node;  // the launcher starts one task per node, which starts the node's ranks
+    bool per_rank_binding;   // the launcher's per-rank CPU binding and the wrapper's device narrowing apply
 };
 
 struct RuntimeTraits {
@@ -78,6 +89,11 @@ const SharingTraits& sharing_traits(GpuVendor);
 
 // Ranks on each device: collectives.ranks_per_device under a sharing policy, else 1.
 int ranks_per_device(const Site& site);
+const RankStarterTraits& traits(RankStarter);
+
+// A [batch] time ([[D-]HH:]MM:SS, MM:SS or minutes, as Slurm reads it) in Flux Standard
+// Duration for `flux batch -t`: "10m", "90s"; "" when it is not such a time.
+std::string flux_time_limit(const std::string& time);
 
 // The runtime's GPU flag for the site's vendor when [container] gpu_flag asks for one ("" if none).
 std::string gpu_flag(const Site& site);

@@ -65,6 +65,7 @@ struct Checker {
     void check_visibility();
     void check_numa_binding();
     void check_literal_values();
+    void check_scheduler();
     std::string layout_path(size_t i) const;
 
     void run(const std::string& expected_name);
@@ -137,6 +138,7 @@ void Checker::run(const std::string& expected_name) {
     check_visibility();
     check_numa_binding();
     check_literal_values();
+    check_scheduler();
     if (site.stacks.empty()) diags.error(site.where(""), "no [[stacks]] defined: a site publishes at least one stack");
     std::set<std::string> seen;
     std::map<std::string, size_t> default_of;
@@ -354,6 +356,45 @@ void Checker::check_numa_binding() {
                     "binding style 'numa' under mpiexec runs each rank under numactl in the rank wrapper, which runs "
                     "inside the container image",
                     "use style = \"list\" (mpiexec --cpu-bind list:)");
+}
+
+// What the scheduler and the rank starter cannot carry out, at the key that asks for it.
+void Checker::check_scheduler() {
+    const Scheduler scheduler = site.site.scheduler;
+    const SchedulerTraits& st = traits(scheduler);
+    // A [batch] value only another scheduler's job script writes would be dropped silently.
+    std::set<std::string> written;
+    for (const auto& f : st.directives) written.insert(f.key);
+    std::set<std::string> warned;
+    for (const auto& [other, other_name] : enum_names<Scheduler>()) {
+        (void)other_name;
+        for (const auto& f : traits(other).directives) {
+            const std::string path = std::string("batch.") + f.key;
+            if (written.count(f.key) || !present(path) || (site.batch.*f.value).empty() || !warned.insert(path).second)
+                continue;
+            diags.warning(site.where(path), "'" + path + "' is not written into " + to_string(scheduler) +
+                                                " job scripts (only " + to_string(other) + " has a directive for it)");
+        }
+    }
+    // flux-batch(1) --output takes mustache templates ({{id}}, {{name}}); '%' is no pattern there.
+    if (scheduler == Scheduler::flux && site.batch.output.find('%') != std::string::npos)
+        diags.warning(site.where("batch.output"),
+                      "'%' patterns in 'batch.output' are Slurm's: Flux writes them literally",
+                      "use Flux's mustache tags, e.g. \"flux-{{id}}.out\"");
+    const RankStarterTraits& starter = traits(site.batch.rank_starter);
+    if (starter.per_rank_binding) return;
+    if (site.binding.style != BindingStyle::none)
+        diags.error(site.where("binding.style"),
+                    "binding style '" + to_string(site.binding.style) + "' binds each task the launcher starts, but with "
+                    "rank_starter = '" + to_string(site.batch.rank_starter) + "' it starts one task per node: per-rank CPU "
+                    "binding cannot apply (the node's ranks share the task's CPUs)",
+                    "set style = \"none\", or rank_starter = \"launcher\"");
+    if (!site.collectives.visibility_var.empty())
+        diags.error(site.where("collectives.visibility_var"),
+                    "with rank_starter = '" + to_string(site.batch.rank_starter) + "' the rank wrapper runs once per node, "
+                    "so it cannot narrow '" + site.collectives.visibility_var + "' to one device per rank: every rank "
+                    "sees the node's devices and picks its own by LOCAL_RANK",
+                    "remove visibility_var, or set rank_starter = \"launcher\"");
 }
 
 // Values are written as they are: a module's setenv and the wrapper's exports never expand

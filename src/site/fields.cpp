@@ -40,9 +40,9 @@ const std::vector<Field<SiteInfo>>& fields_of() {
         {.key = "description", .member = &SiteInfo::description, .requirement = "required",
          .meaning = "One line shown in `sitegen list`."},
         {.key = "url", .member = &SiteInfo::url, .meaning = "User documentation of the site."},
-        {.key = "scheduler", .member = &SiteInfo::scheduler, .requirement = "required", .meaning = "Batch system."},
+        {.key = "scheduler", .member = &SiteInfo::scheduler, .requirement = "required", .meaning = "Batch system (`flux`: `flux batch` scripts with `# flux:` directives)."},
         {.key = "launcher", .member = &SiteInfo::launcher, .requirement = "required",
-         .meaning = "Parallel launcher (srun for Slurm, mpiexec for PBS/PALS)."},
+         .meaning = "Parallel launcher: the scheduler's own (srun for Slurm, mpiexec for PBS/PALS, `flux run` for Flux)."},
         {.key = "install_prefix", .member = &SiteInfo::install_prefix, .absolute_path = true, .requirement = "required",
          .meaning = "Where stacks are installed (`<prefix>/software/<name>/<version>`); `--prefix` overrides it."},
         {.key = "module_system", .member = &SiteInfo::module_system, .choices = {"lmod"},
@@ -86,9 +86,10 @@ template <>
 const std::vector<Field<Binding>>& fields_of() {
     static const std::vector<Field<Binding>> rows = {
         {.key = "style", .member = &Binding::style, .requirement = "default `none`",
-         .meaning = "`mask`: Slurm `--cpu-bind=mask_cpu:`; `list`: PALS `mpiexec --cpu-bind list:`; `numa`: each rank "
-                    "bound to its device's NUMA node (`hardware.device_numa`), by Slurm `--cpu-bind=map_ldom:` or, under "
-                    "mpiexec, by `numactl --cpunodebind --membind` in the rank wrapper."},
+         .meaning = "`mask`: Slurm `--cpu-bind=mask_cpu:`; `list`: PALS `mpiexec --cpu-bind list:`; under Flux either is "
+                    "`flux run -o cpu-affinity=map:` (masks or core lists); `numa`: each rank bound to its device's NUMA node "
+                    "(`hardware.device_numa`), by Slurm `--cpu-bind=map_ldom:` or, under mpiexec, by `numactl --cpunodebind "
+                    "--membind` in the rank wrapper."},
         {.key = "cores_per_rank", .member = &Binding::cores_per_rank, .min = 0, .max = 65536, .requirement = "default 0",
          .meaning = "Cores per rank taken from its device's domain (0 = all that are not reserved)."},
         {.key = "core_offset", .member = &Binding::core_offset, .min = 0, .max = 65536, .requirement = "default 0",
@@ -114,13 +115,20 @@ const std::vector<Field<Batch>>& fields_of() {
          .requirement = "default devices_per_node", .meaning = "GPUs requested per node."},
         {.key = "cpus_per_task", .member = &Batch::cpus_per_task, .min = 1, .max = 65536,
          .requirement = "default from binding", .meaning = "CPUs per rank."},
-        {.key = "partition", .member = &Batch::partition, .meaning = "Slurm partition or PBS queue."},
-        {.key = "account", .member = &Batch::account, .meaning = "Account / project placeholder."},
-        {.key = "time", .member = &Batch::time, .requirement = "default `00:10:00`", .meaning = "Wall time."},
+        {.key = "partition", .member = &Batch::partition, .meaning = "Slurm partition, PBS or Flux queue."},
+        {.key = "account", .member = &Batch::account, .meaning = "Account / project placeholder (Flux: the bank)."},
+        {.key = "time", .member = &Batch::time, .requirement = "default `00:10:00`",
+         .meaning = "Wall time, `[[D-]HH:]MM:SS` (Flux gets it as `-t` minutes or seconds)."},
         {.key = "mem", .member = &Batch::mem, .meaning = "Memory per node (Slurm `--mem`)."},
-        {.key = "output", .member = &Batch::output, .meaning = "Slurm output file pattern."},
+        {.key = "output", .member = &Batch::output, .meaning = "Slurm or Flux (`--output`) output file pattern."},
         {.key = "place", .member = &Batch::place, .meaning = "PBS `place=` value."},
         {.key = "filesystems", .member = &Batch::filesystems, .meaning = "PBS `filesystems=` value."},
+        {.key = "rank_starter", .member = &Batch::rank_starter, .requirement = "default `launcher`",
+         .meaning = "Who starts the ranks: `launcher` (the scheduler's launcher, one task per rank, bound and given a "
+                    "device by the rank wrapper) or `torchrun` (the launcher starts one task per node, which runs "
+                    "`torchrun --nnodes=N --nproc_per_node=tasks_per_node` with c10d rendezvous at MASTER_ADDR:MASTER_PORT; "
+                    "torchrun sets RANK/LOCAL_RANK/WORLD_SIZE, the program picks its device by LOCAL_RANK, and no "
+                    "per-rank CPU binding or device narrowing applies)."},
     };
     return rows;
 }

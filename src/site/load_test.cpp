@@ -113,7 +113,7 @@ TEST_CASE("every error in a file is reported in one run", "[load]") {
     CHECK_FALSE(load(fs, text, site, diags));
     auto all = diags.sorted();
     REQUIRE(all.size() == 3);
-    CHECK(all[0].message == "'site.scheduler' must be one of 'slurm', 'pbs', found 'pbz'");
+    CHECK(all[0].message == "'site.scheduler' must be one of 'slurm', 'pbs', 'flux', found 'pbz'");
     CHECK(all[0].hint == "did you mean 'pbs'?");
     CHECK(all[1].message == "unknown key 'cores_per_nod' in [hardware]");
     CHECK(all[1].hint == "did you mean 'cores_per_node'?");

@@ -12,8 +12,10 @@ constexpr bool in_declaration_order(const EnumName<E> (&names)[N]) {
     return true;
 }
 
-constexpr EnumName<Scheduler> kSchedulers[] = {{Scheduler::slurm, "slurm"}, {Scheduler::pbs, "pbs"}};
-constexpr EnumName<Launcher> kLaunchers[] = {{Launcher::srun, "srun"}, {Launcher::mpiexec, "mpiexec"}};
+constexpr EnumName<Scheduler> kSchedulers[] = {
+    {Scheduler::slurm, "slurm"}, {Scheduler::pbs, "pbs"}, {Scheduler::flux, "flux"}};
+constexpr EnumName<Launcher> kLaunchers[] = {
+    {Launcher::srun, "srun"}, {Launcher::mpiexec, "mpiexec"}, {Launcher::flux, "flux"}};
 constexpr EnumName<GpuVendor> kGpuVendors[] = {
     {GpuVendor::none, "none"}, {GpuVendor::amd, "amd"}, {GpuVendor::nvidia, "nvidia"}, {GpuVendor::intel, "intel"}};
 constexpr EnumName<CollectiveLib> kCollectiveLibs[] = {{CollectiveLib::nccl, "nccl"},
@@ -33,6 +35,9 @@ constexpr EnumName<BindingStyle> kBindingStyles[] = {
     {BindingStyle::none, "none"}, {BindingStyle::mask, "mask"}, {BindingStyle::list, "list"}, {BindingStyle::numa, "numa"}};
 constexpr EnumName<VisibilityPolicy> kVisibilityPolicies[] = {
     {VisibilityPolicy::narrow, "narrow"}, {VisibilityPolicy::all, "all"}, {VisibilityPolicy::shared, "shared"}};
+constexpr EnumName<RankStarter> kRankStarters[] = {{RankStarter::launcher, "launcher"},
+                                                   {RankStarter::torchrun, "torchrun"}};
+static_assert(in_declaration_order(kRankStarters));
 
 static_assert(in_declaration_order(kSchedulers) && in_declaration_order(kLaunchers) &&
               in_declaration_order(kGpuVendors) && in_declaration_order(kCollectiveLibs) &&
@@ -54,6 +59,7 @@ template <> std::span<const EnumName<ContainerRuntime>> enum_names() { return kC
 template <> std::span<const EnumName<PythonLayout>> enum_names() { return kPythonLayouts; }
 template <> std::span<const EnumName<BindingStyle>> enum_names() { return kBindingStyles; }
 template <> std::span<const EnumName<VisibilityPolicy>> enum_names() { return kVisibilityPolicies; }
+template <> std::span<const EnumName<RankStarter>> enum_names() { return kRankStarters; }
 
 std::string to_string(Scheduler v) { return name_of(v); }
 std::string to_string(Launcher v) { return name_of(v); }
@@ -63,6 +69,7 @@ std::string to_string(ContainerRuntime v) { return name_of(v); }
 std::string to_string(PythonLayout v) { return name_of(v); }
 std::string to_string(BindingStyle v) { return name_of(v); }
 std::string to_string(VisibilityPolicy v) { return name_of(v); }
+std::string to_string(RankStarter v) { return name_of(v); }
 
 SourceRegion Site::where(const std::string& path) const {
     std::string p = path;

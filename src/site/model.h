@@ -12,8 +12,8 @@
 
 namespace sitegen {
 
-enum class Scheduler { slurm, pbs };
-enum class Launcher { srun, mpiexec };
+enum class Scheduler { slurm, pbs, flux };
+enum class Launcher { srun, mpiexec, flux };
 enum class GpuVendor { none, amd, nvidia, intel };
 enum class CollectiveLib { nccl, rccl, oneccl, gloo };
 enum class ContainerRuntime { singularity, apptainer, charliecloud };
@@ -22,6 +22,9 @@ enum class BindingStyle { none, mask, list, numa };
 // Which devices a rank sees: one (narrow), all of its node's (all), or one shared with
 // ranks_per_device - 1 other ranks (shared: Intel PVC CCS, NVIDIA MPS).
 enum class VisibilityPolicy { narrow, all, shared };
+// Who starts the ranks on a node: the scheduler's launcher (one task per rank), or torchrun
+// (the launcher starts one task per node, which runs torchrun with the node's ranks).
+enum class RankStarter { launcher, torchrun };
 
 // One name table per enumeration, in declaration order (as Lua's ltm.h "ORDER TM"; model.cpp
 // static_asserts it). The loader, `sitegen schema`, the rules' view and to_string all read
@@ -41,6 +44,7 @@ template <> std::span<const EnumName<ContainerRuntime>> enum_names();
 template <> std::span<const EnumName<PythonLayout>> enum_names();
 template <> std::span<const EnumName<BindingStyle>> enum_names();
 template <> std::span<const EnumName<VisibilityPolicy>> enum_names();
+template <> std::span<const EnumName<RankStarter>> enum_names();
 
 std::string to_string(Scheduler);
 std::string to_string(Launcher);
@@ -50,6 +54,7 @@ std::string to_string(ContainerRuntime);
 std::string to_string(PythonLayout);
 std::string to_string(BindingStyle);
 std::string to_string(VisibilityPolicy);
+std::string to_string(RankStarter);
 
 // Ordered name=value pairs (TOML tables keep source order; we sort where output needs it).
 using EnvList = std::vector<std::pair<std::string, std::string>>;
@@ -104,6 +109,7 @@ struct Batch {
     std::string output;
     std::string place;        // PBS place=
     std::string filesystems;  // PBS filesystems=
+    RankStarter rank_starter = RankStarter::launcher;  // torchrun: one launcher task per node
 };
 
 struct Collectives {

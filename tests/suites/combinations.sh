@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every accepted combination works: one site per combination of container runtime x
 # scheduler x python layout x GPU vendor x visibility policy (narrow, all, shared) x GPU
-# flag, every pair of values at least (tests/tools/pairwise.py). The suite's own model of the rules says which must be
+# flag x rank starter (the scheduler's launcher or torchrun), every pair of values at
+# least (tests/tools/pairwise.py). The suite's own model of the rules says which must be
 # refused; sitegen must agree, refuse at a file:line:col location, or else produce outputs
 # that load and unload in real Lmod, pass shellcheck and the easyconfig checker, and whose
 # rank wrapper gives the right rank, world and device under the scheduler's fake environment.
@@ -13,6 +14,7 @@ source "$root/tests/tools/common.sh"
 # shellcheck source=tests/tools/lmod-lib.sh
 source "$root/tests/tools/lmod-lib.sh"
 need_tool python3 shellcheck
+# Flux is not on Debian: its stand-in (tests/tools/flux) answers the wrapper's flux calls.
 
 # A fake python (and python3) that prints what a rank sees.
 fakebin=$SCRATCH/fakebin
@@ -24,17 +26,24 @@ device="<unset>"
 if [[ -n ${SITEGEN_TEST_VISIBILITY_VAR:-} ]]; then device=${!SITEGEN_TEST_VISIBILITY_VAR-<unset>}; fi
 printf 'RANK=%s LOCAL_RANK=%s WORLD_SIZE=%s LOCAL_WORLD_SIZE=%s DEVICE=%s\n' "$RANK" "$LOCAL_RANK" "$WORLD_SIZE" \
   "$LOCAL_WORLD_SIZE" "$device"
+printf 'ARGS=%s\n' "$*"
 SH
 cp "$fakebin/python" "$fakebin/python3"
+ln -s "$root/tests/tools/flux" "$fakebin/flux"
 chmod +x "$fakebin/python" "$fakebin/python3"
 
-# expected_refusal RUNTIME LAYOUT VENDOR GPU_FLAG VISIBILITY: why this combination cannot work
-# (the rules as the issue states them, written independently of sitegen), or nothing.
+# expected_refusal RUNTIME LAYOUT VENDOR GPU_FLAG STARTER VISIBILITY: why this combination
+# cannot work (the rules as the issue states them, written independently of sitegen), or nothing.
 expected_refusal() {
-  local runtime=$1 layout=$2 vendor=$3 gpu_flag=$4 visibility=$5 in_container=0
+  local runtime=$1 layout=$2 vendor=$3 gpu_flag=$4 starter=$5 visibility=$6 in_container=0
   # A policy that gives ranks devices needs devices (and their variable, which only GPUs have).
   if [[ $vendor == none && $visibility != all ]]; then echo "visibility $visibility without devices"; return; fi
   [[ $layout == container-* ]] && in_container=1
+  # torchrun's ranks are started by torchrun, not the wrapper: no per-rank device narrowing.
+  if [[ $starter == torchrun && $vendor != none && $visibility != all ]]; then
+    echo "torchrun cannot narrow devices per rank"
+    return
+  fi
   if [[ $runtime == none && $in_container == 1 ]]; then echo "container layout without a container"; return; fi
   if [[ $runtime != none && $in_container == 0 ]]; then echo "host layout on a container site"; return; fi
   if [[ $runtime == none ]]; then return; fi
@@ -45,11 +54,14 @@ expected_refusal() {
   if [[ $vendor == nvidia && $runtime != charliecloud && $gpu_flag == false ]]; then echo "CUDA without --nv"; fi
 }
 
-# write_site DIR NAME RUNTIME SCHEDULER LAYOUT VENDOR VISIBILITY GPU_FLAG
+# write_site DIR NAME RUNTIME SCHEDULER LAYOUT VENDOR VISIBILITY GPU_FLAG STARTER
 write_site() {
-  local dir=$1 name=$2 runtime=$3 scheduler=$4 layout=$5 vendor=$6 visibility=$7 gpu_flag=$8
+  local dir=$1 name=$2 runtime=$3 scheduler=$4 layout=$5 vendor=$6 visibility=$7 gpu_flag=$8 starter=$9
   local launcher=srun devices=2 lib var style=mask
   [[ $scheduler == pbs ]] && launcher=mpiexec style=list
+  [[ $scheduler == flux ]] && launcher=flux
+  # torchrun binds no rank: a per-rank style is refused (tests/diagnostics/torchrun-per-rank-binding).
+  [[ $starter == torchrun ]] && style=none
   case $vendor in
     none) devices=0 lib=gloo var="" style=none ;;
     amd) lib=rccl var=ROCR_VISIBLE_DEVICES ;;
@@ -65,7 +77,7 @@ write_site() {
     printf 'install_prefix = "/opt/combo"\n\n'
     printf '[hardware]\ngpu_vendor = "%s"\ndevices_per_node = %s\ncores_per_node = 8\n' "$vendor" "$devices"
     [[ $devices -gt 0 ]] && printf 'device_cores = ["0-3", "4-7"]\n'
-    printf '\n[binding]\nstyle = "%s"\n\n[batch]\ntasks_per_node = %s\n\n' "$style" "$tasks"
+    printf '\n[binding]\nstyle = "%s"\n\n[batch]\ntasks_per_node = %s\nrank_starter = "%s"\n\n' "$style" "$tasks" "$starter"
     printf '[collectives]\nlibrary = "%s"\nvisibility = "%s"\n' "$lib" "$visibility"
     [[ $visibility == shared ]] && printf 'ranks_per_device = 2\n'
     [[ -n $var ]] && printf 'visibility_var = "%s"\n' "$var"
@@ -85,16 +97,21 @@ write_site() {
   echo "$var"
 }
 
-# wrapper_output SCHEDULER WRAPPER VAR: rank 1 of 2 on one node, through the fake python.
+# wrapper_output SCHEDULER STARTER WRAPPER VAR: rank 1 of 2 on one node through the fake
+# python; under torchrun the one task of the node (rank 0 of 1), which runs torchrun.
 wrapper_output() {
-  local scheduler=$1 wrapper=$2 var=$3 nodefile=$SCRATCH/nodefile
+  local scheduler=$1 starter=$2 wrapper=$3 var=$4 nodefile=$SCRATCH/nodefile rank=1 size=2
+  [[ $starter == torchrun ]] && rank=0 size=1
   echo node1 >"$nodefile"
   local env_vars=(PATH="$fakebin:/usr/bin:/bin" SITEGEN_TEST_VISIBILITY_VAR="$var")
   case $scheduler in
-    slurm) env_vars+=(SLURM_JOB_ID=77 SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_LOCALID=1 SLURM_NODEID=0
-      SLURM_STEP_TASKS_PER_NODE=2 SLURM_STEP_NODELIST=node1) ;;
-    pbs) env_vars+=(PBS_JOBID=77.pbs PBS_NODEFILE="$nodefile" PALS_RANKID=1 PALS_LOCAL_RANKID=1 PMI_SIZE=2
-      PMI_LOCAL_SIZE=2) ;;
+    slurm) env_vars+=(SLURM_JOB_ID=77 SLURM_PROCID="$rank" SLURM_NTASKS="$size" SLURM_LOCALID="$rank" SLURM_NODEID=0
+      SLURM_STEP_TASKS_PER_NODE="$size" SLURM_STEP_NODELIST=node1) ;;
+    pbs) env_vars+=(PBS_JOBID=77.pbs PBS_NODEFILE="$nodefile" PALS_RANKID="$rank" PALS_LOCAL_RANKID="$rank" PMI_SIZE="$size"
+      PMI_LOCAL_SIZE="$size") ;;
+    # ƒ2L = 77 in F58 ('2' = 1, 'L' = 19: 1 * 58 + 19).
+    flux) env_vars+=(FLUX_JOB_ID=ƒ2L FLUX_JOB_SIZE="$size" FLUX_JOB_NNODES=1 FLUX_TASK_RANK="$rank" FLUX_TASK_LOCAL_ID="$rank"
+      FAKE_FLUX_HOSTS=node1) ;;
   esac
   env -i "${env_vars[@]}" bash "$wrapper" x.py 2>&1 || true
 }
@@ -107,8 +124,8 @@ while read -r line; do
   for kv in $line; do c[${kv%%=*}]=${kv#*=}; done
   name=combo$n
   var=$(write_site "$sites" "$name" "${c[runtime]}" "${c[scheduler]}" "${c[layout]}" "${c[vendor]}" \
-    "${c[visibility]}" "${c[gpu_flag]}")
-  want=$(expected_refusal "${c[runtime]}" "${c[layout]}" "${c[vendor]}" "${c[gpu_flag]}" "${c[visibility]}")
+    "${c[visibility]}" "${c[gpu_flag]}" "${c[starter]}")
+  want=$(expected_refusal "${c[runtime]}" "${c[layout]}" "${c[vendor]}" "${c[gpu_flag]}" "${c[starter]}" "${c[visibility]}")
   code=0
   "$sitegen" --sites-dir "$sites" check "$name" >"$SCRATCH/$name.check" 2>&1 || code=$?
   if [[ -n $want ]]; then
@@ -166,21 +183,27 @@ while read -r line; do
     all) device="<unset>" ;;
     shared) device=0 ;;
   esac
-  check_eq "$line: wrapper" \
-    "RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 DEVICE=$device" \
-    "$(wrapper_output "${c[scheduler]}" "$wrapper" "$var")"
+  if [[ ${c[starter]} == torchrun ]]; then
+    # The job ids 77 (Slurm, PBS) and ƒ2L (Flux) give MASTER_PORT 29577.
+    want_out="RANK= LOCAL_RANK= WORLD_SIZE= LOCAL_WORLD_SIZE= DEVICE=<unset>
+ARGS=-m torch.distributed.run --nnodes=1 --nproc_per_node=2 --rdzv_backend=c10d --rdzv_endpoint=node1:29577 --rdzv_id=77 x.py"
+  else
+    want_out="RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 DEVICE=$device
+ARGS=x.py"
+  fi
+  check_eq "$line: wrapper" "$want_out" "$(wrapper_output "${c[scheduler]}" "${c[starter]}" "$wrapper" "$var")"
 done < <(
   # Every pair of values that some valid site has is tried in an accepted site, and every
   # pair that some invalid site has in a refused one.
-  dims=("runtime=none,singularity,apptainer,charliecloud" "scheduler=slurm,pbs"
+  dims=("runtime=none,singularity,apptainer,charliecloud" "scheduler=slurm,pbs,flux"
     "layout=container-venv,container-system,conda-env,userbase-venv,frameworks-module,system"
-    "vendor=none,amd,nvidia,intel" "visibility=narrow,all,shared" "gpu_flag=false,true")
+    "vendor=none,amd,nvidia,intel" "visibility=narrow,all,shared" "gpu_flag=false,true" "starter=launcher,torchrun")
   : >"$SCRATCH/valid"
   : >"$SCRATCH/invalid"
-  while read -r runtime scheduler layout vendor visibility gpu_flag; do
+  while read -r runtime scheduler layout vendor visibility gpu_flag starter; do
     kind=invalid
-    [[ -n $(expected_refusal "$runtime" "$layout" "$vendor" "$gpu_flag" "$visibility") ]] || kind=valid
-    echo "$runtime $scheduler $layout $vendor $visibility $gpu_flag" >>"$SCRATCH/$kind"
+    [[ -n $(expected_refusal "$runtime" "$layout" "$vendor" "$gpu_flag" "$starter" "$visibility") ]] || kind=valid
+    echo "$runtime $scheduler $layout $vendor $visibility $gpu_flag $starter" >>"$SCRATCH/$kind"
   done < <(python3 -c 'import itertools, sys
 for combo in itertools.product(*[a.partition("=")[2].split(",") for a in sys.argv[1:]]):
     print(" ".join(combo))' "${dims[@]}")
