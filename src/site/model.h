@@ -98,6 +98,12 @@ struct Batch {
     std::string output;
     std::string place;        // PBS place=
     std::string filesystems;  // PBS filesystems=
+    std::string qos;          // Slurm --qos
+    std::string constraint;   // Slurm --constraint (node features)
+    bool exclusive = false;   // nodes not shared with other jobs
+    std::string reservation;  // Slurm --reservation / PBS reservation queue
+    int gpus_per_task = 0;    // Slurm --gpus-per-task (replaces --gpus-per-node); 0 = unset
+    std::string gpu_bind;     // Slurm --gpu-bind, e.g. "closest"
 };
 
 struct Collectives {
@@ -107,6 +113,8 @@ struct Collectives {
     int master_port_base = 29500;  // MASTER_PORT = base + job id % span unless overridden
     int master_port_span = 1000;
     EnvList env;                   // NCCL_*, FI_CXI_*, CCL_* ... exported on every rank
+    std::string network_plugin_path;    // directory holding the plugin library (absolute)
+    bool network_plugin_in_image = false;  // that directory is inside the container image, not on the host
 };
 
 struct Bind {
