@@ -146,13 +146,13 @@ TEST_CASE("hook additions reach the modulefile, the easyconfig and the job scrip
                                     "module load rocm/6.0.3\n"
                                     "# shellcheck disable=SC2016\n"
                                     "env -- printf '%s\\n' '$HOME' 'a b'\n"
-                                    "srun "));
+                                    "# sbatch --export=NONE"));
     const std::string& eb = output_ending(outputs, "pytorch-1.13.1-cpu.eb").contents;
     CHECK_THAT(eb, Catch::Contains("    'family(\"torch\")',\n"));
     CHECK_THAT(eb, Catch::Contains("    'add_property(\"arch\", \"gpu\")',\n    'if mode() == \"load\" then',\n"));
     // Without hooks nothing changes.
     const OutputList plain = emit_all(site, PlanOptions{"/opt/p"});
-    CHECK_THAT(output_ending(plain, "runscripts/job.slurm").contents, Catch::Contains("module load pytorch/1.13.1-cpu\nsrun "));
+    CHECK_THAT(output_ending(plain, "runscripts/job.slurm").contents, Catch::Contains("module load pytorch/1.13.1-cpu\n# sbatch --export=NONE"));
 }
 
 TEST_CASE("the plan refuses invalid hook additions that bypassed the hooks", "[lua][hooks]") {

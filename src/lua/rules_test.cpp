@@ -138,7 +138,7 @@ TEST_CASE("every built-in rule accepts the good site", "[lua][rules]") {
     run_rules(s, {}, diags);
     CHECK(render_all(diags, {}).empty());
     const auto rules = list_rules({});
-    CHECK(rules.size() == 10);
+    CHECK(rules.size() == 11);
     for (const auto& r : rules) {
         INFO(r.name);
         CHECK_FALSE(r.description.empty());
@@ -200,6 +200,26 @@ TEST_CASE("rule collective-vendor: rccl-amd, nccl-nvidia, oneccl-intel, gloo any
     CHECK(findings(s, "collective-vendor") ==
           Lines{expect(s, "collectives.library", "collective-vendor",
                        "collective library 'oneccl' is for intel GPUs but gpu_vendor is 'none' (use 'gloo')")});
+}
+
+TEST_CASE("rule network-plugin: the plugin serves the collective library", "[lua][rules]") {
+    Site s = good_site();  // aws-ofi-rccl with rccl
+    CHECK(findings(s, "network-plugin").empty());
+    s.collectives.library = CollectiveLib::nccl;
+    CHECK(findings(s, "network-plugin") ==
+          Lines{expect(s, "collectives.network_plugin", "network-plugin",
+                       "network plugin 'aws-ofi-rccl' is for rccl, but the collective library is 'nccl'")});
+    s.collectives.network_plugin = "aws-ofi-nccl";
+    CHECK(findings(s, "network-plugin").empty());
+    s.collectives.network_plugin = "my-own-plugin";  // unknown plugins: no opinion on the library
+    CHECK(findings(s, "network-plugin").empty());
+    s.collectives.library = CollectiveLib::gloo;
+    CHECK(findings(s, "network-plugin") ==
+          Lines{expect(s, "collectives.network_plugin", "network-plugin",
+                       "network plugin 'my-own-plugin' is loaded only by NCCL or RCCL, but the collective library is 'gloo'",
+                       "warning")});
+    s.collectives.network_plugin = "";
+    CHECK(findings(s, "network-plugin").empty());
 }
 
 TEST_CASE("rule visibility-var: the vendor's own variable", "[lua][rules]") {
@@ -487,7 +507,7 @@ TEST_CASE("rule files run sorted by file name across directories, and names are 
     CHECK(out[2] == (b.path / "30-again.lua").string() + ":2:0: error: rule 'first' is already defined in " +
                         (b.path / "10-first.lua").string());
     const auto listed = list_rules({a.path.string()});
-    CHECK(listed.size() == 11);
+    CHECK(listed.size() == 12);  // 11 built-in + first
     CHECK(std::any_of(listed.begin(), listed.end(), [](const RuleInfo& r) {
         return r.name == "second" && r.description == "second";
     }));

@@ -314,6 +314,32 @@ struct Doctor {
         checked.push_back("container: " + plural(c.binds.size(), "bind path") + ", " + plural(images, "image"));
     }
 
+    // The network plugin's library in its host directory, under a name NCCL/RCCL load: the
+    // default libnccl-net.so / librccl-net.so or its -ofi variant (NCCL_NET_PLUGIN=ofi):
+    // https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-net-plugin
+    void network_plugin() {
+        const Collectives& c = site.collectives;
+        if (c.network_plugin_path.empty()) return;
+        if (c.network_plugin_in_image) {
+            checked.push_back("network plugin: in the image (not checked)");
+            return;
+        }
+        std::vector<std::string> names = {"libnccl-net.so", "libnccl-net-ofi.so"};
+        if (c.library == CollectiveLib::rccl) names.insert(names.begin(), {"librccl-net.so", "librccl-net-ofi.so"});
+        std::string tried;
+        for (const auto& n : names) {
+            if (probe.exists(c.network_plugin_path + "/" + n)) {
+                checked.push_back("network plugin: " + c.network_plugin_path + "/" + n);
+                return;
+            }
+            tried += (tried.empty() ? "" : ", ") + n;
+        }
+        diags.error(site.where("collectives.network_plugin_path"),
+                    "network plugin directory '" + c.network_plugin_path + "' holds no plugin library on " + node(),
+                    "looked in " + on_node(c.network_plugin_path) + " for " + tried);
+        checked.push_back("network plugin: missing");
+    }
+
     void modules() {
         std::vector<std::pair<std::string, std::string>> wanted;  // path, module
         for (size_t i = 0; i < site.site.base_modules.size(); ++i)
@@ -448,6 +474,7 @@ void doctor(const Site& site, const NodeTopology& topo, const DoctorOptions& opt
     d.hardware();
     d.network();
     d.container();
+    d.network_plugin();
     d.modules();
     d.python();
     d.deployed();

@@ -114,6 +114,9 @@ void container_ops(ModuleBuilder& m, const Site& site, const Stack& stack) {
         if (!b.options.empty()) entry += ":" + b.options;
         site_binds += entry + ",";
     }
+    // A host plugin directory is bound at the same path; the rank wrapper prepends it inside.
+    const Collectives& col = site.collectives;
+    if (!col.network_plugin_path.empty() && !col.network_plugin_in_image) site_binds += col.network_plugin_path + ",";
     ModuleValue binds = text_value(site_binds);
     for (auto& piece : under_root({"runscripts"})) binds.push_back(std::move(piece));
     binds.push_back({ValuePiece::Kind::text, ":/runscripts", {}});
@@ -176,12 +179,23 @@ void python_ops(ModuleBuilder& m, const Stack& stack) {
     }
 }
 
+// Bare metal: the network plugin's directory first on LD_LIBRARY_PATH (prepended, so the
+// user's value stays and unloading removes only this entry). In a container the rank
+// wrapper prepends it inside instead: SINGULARITYENV_LD_LIBRARY_PATH would replace the image's.
+void network_plugin_ops(ModuleBuilder& m, const Site& site, const Stack& stack) {
+    const Collectives& c = site.collectives;
+    if (c.network_plugin_path.empty() || runs_in_container(site, stack)) return;
+    m.comment("The network plugin's library directory, before the others.");
+    m.prepend_path("LD_LIBRARY_PATH", text_value(c.network_plugin_path));
+}
+
 // The variables the module computes before the site's env (the core).
 void core_ops(ModuleBuilder& m, const Site& site, const Stack& stack) {
     if (site.container.enabled) container_ops(m, site, stack);
     python_ops(m, stack);
     m.setenv("RUNSCRIPTS", under_root({"runscripts"}));
     m.prepend_path("PATH", under_root({"bin"}));
+    network_plugin_ops(m, site, stack);
 }
 
 // Variables the site's env may not set: the ones the module computes itself, and path lists

@@ -18,6 +18,10 @@ void plan_runscripts(const Site& site, const Stack& stack, const PlanOptions& op
 // The planner refuses the same values by throwing.
 void check_runscript_values(const Site& site, Diagnostics& diags);
 
+// The directory part of the Slurm [batch] output pattern ("logs" for logs/%x_%j.out), or ""
+// when it has none (or the scheduler writes no output directive): runscripts/submit creates it.
+std::string batch_output_directory(const Site& site);
+
 // "conda-python-distributed" for container stacks (LUMI's name), else "python-distributed".
 std::string rank_wrapper_name(const Site& site, const Stack& stack);
 

@@ -226,3 +226,40 @@ TEST_CASE("torchrun as the rank starter: one launcher task per node with all its
     CHECK(flux_job.find("flux run -N \"$NNODES\" -n \"$((NNODES * 1))\" -c 8 -g 8 -o cpu-affinity=per-task "
                         "-o gpu-affinity=off \"$RUNSCRIPTS/python-distributed\" \"$@\"\n") != std::string::npos);
 }
+
+TEST_CASE("batch options become their scheduler's directives, bools and numbers too", "[runscripts]") {
+    Site local = load_seed_site("local");
+    local.batch.qos = "high";
+    local.batch.constraint = "a100&ib";
+    local.batch.exclusive = true;
+    local.batch.reservation = "maint";
+    std::string job = file_ending(emit_runscripts(local, {"/p"}), "/runscripts/job.slurm");
+    CHECK(job.find("#SBATCH --time=00:05:00\n#SBATCH --qos=high\n#SBATCH --constraint=a100&ib\n#SBATCH --exclusive\n"
+                   "#SBATCH --reservation=maint\n#") != std::string::npos);
+    local.batch.exclusive = false;  // unset values write nothing
+    job = file_ending(emit_runscripts(local, {"/p"}), "/runscripts/job.slurm");
+    CHECK(job.find("--exclusive") == std::string::npos);
+    CHECK(job.find("--gpu") == std::string::npos);
+
+    Site aurora = load_seed_site("aurora");
+    aurora.batch.place = "";
+    aurora.batch.partition = "";
+    aurora.batch.exclusive = true;
+    aurora.batch.reservation = "R42";
+    job = file_ending(emit_runscripts(aurora, {"/p"}), "/runscripts/job.pbs");
+    CHECK(job.find("#PBS -l place=excl\n") != std::string::npos);
+    CHECK(job.find("#PBS -q R42\n") != std::string::npos);
+}
+
+TEST_CASE("Frontier's job: the seed's gpu options, --export=NONE safe, submit creates logs/", "[runscripts]") {
+    const auto files = emit_runscripts(load_seed_site("frontier"), {"/sw/frontier/sitegen"});
+    const std::string job = file_ending(files, "/runscripts/job.slurm");
+    CHECK(job.find("#SBATCH --gpus-per-task=1\n#SBATCH --gpu-bind=closest\n") != std::string::npos);
+    CHECK(job.find("--gpus-per-node") == std::string::npos);  // --gpus-per-task requests them
+    CHECK(job.find("module load pytorch/2.3.1-rocm-6.0.0\n# sbatch --export=NONE") != std::string::npos);
+    CHECK(job.find("\nexport SLURM_EXPORT_ENV=ALL\n# One CPU mask per local rank") != std::string::npos);
+    const std::string submit = file_ending(files, "/runscripts/submit");
+    CHECK(submit.ends_with("\nmkdir -p -- logs\nexec sbatch \"$@\"\n"));
+    // Sites whose output pattern has no directory get no submit script.
+    for (const auto& f : emit_runscripts(load_seed_site("lumi"), {"/p"})) CHECK_FALSE(f.path.ends_with("/submit"));
+}

@@ -14,6 +14,14 @@ constexpr DirectiveField kSlurmDirectives[] = {
     {"time", &Batch::time, "#SBATCH --time=", false},
     {"mem", &Batch::mem, "#SBATCH --mem=", false},
     {"output", &Batch::output, "#SBATCH --output=", false},
+    // https://slurm.schedmd.com/sbatch.html: --qos, --constraint, --exclusive, --reservation,
+    // --gpus-per-task (needs a task count: --nodes with --ntasks-per-node gives one), --gpu-bind.
+    {"qos", &Batch::qos, "#SBATCH --qos=", false},
+    {"constraint", &Batch::constraint, "#SBATCH --constraint=", false},
+    {"exclusive", &Batch::exclusive, "#SBATCH --exclusive", false},
+    {"reservation", &Batch::reservation, "#SBATCH --reservation=", false},
+    {"gpus_per_task", &Batch::gpus_per_task, "#SBATCH --gpus-per-task=", false},
+    {"gpu_bind", &Batch::gpu_bind, "#SBATCH --gpu-bind=", false},
 };
 
 constexpr DirectiveField kPbsDirectives[] = {
@@ -22,6 +30,11 @@ constexpr DirectiveField kPbsDirectives[] = {
     {"filesystems", &Batch::filesystems, "#PBS -l filesystems=", true},
     {"partition", &Batch::partition, "#PBS -q ", false},
     {"account", &Batch::account, "#PBS -A ", false},
+    // PBS Pro: exclusive placement is the place= modifier excl (pbs_resources(7B)), and a
+    // reservation is a queue named after it, submitted to with qsub -q R123 (pbs_rsub(1B)):
+    // https://github.com/openpbs/openpbs/tree/master/doc/man1, .../doc/man7
+    {"exclusive", &Batch::exclusive, "#PBS -l place=excl", true},
+    {"reservation", &Batch::reservation, "#PBS -q ", false},
 };
 
 // Flux: `flux batch` reads `# flux:` lines as directives (RFC 36; flux-batch(1),
@@ -34,10 +47,18 @@ constexpr DirectiveField kFluxDirectives[] = {
     {"output", &Batch::output, "# flux: --output=", false},
 };
 
+constexpr UnsupportedBatchKey kPbsUnsupported[] = {
+    {"qos", "PBS Pro has no quality-of-service option"},
+    {"constraint", "PBS Pro selects node features with site-defined resources in the select statement, which "
+                   "sitegen does not write"},
+    {"gpus_per_task", "PBS Pro requests GPUs per chunk (ngpus), not per task"},
+    {"gpu_bind", "PBS Pro has no GPU binding option; the rank wrapper sets device visibility"},
+};
+
 constexpr SchedulerTraits kSlurm{Scheduler::slurm, "#SBATCH", "job.slurm", "sbatch", kSlurmDirectives,
                                  "#SBATCH --job-name=", Launcher::srun};
 constexpr SchedulerTraits kPbs{Scheduler::pbs, "#PBS", "job.pbs", "qsub", kPbsDirectives, "#PBS -N ",
-                               Launcher::mpiexec};
+                               Launcher::mpiexec, kPbsUnsupported};
 constexpr SchedulerTraits kFlux{Scheduler::flux, "# flux:", "job.flux", "flux batch", kFluxDirectives,
                                 "# flux: --job-name=", Launcher::flux};
 
@@ -191,6 +212,19 @@ std::string flux_time_limit(const std::string& time) {
     }
     if (seconds <= 0) return "";
     return seconds % 60 == 0 ? std::to_string(seconds / 60) + "m" : std::to_string(seconds) + "s";
+
+}
+
+std::optional<std::string> directive_text(const Batch& batch, const DirectiveField& field) {
+    return std::visit(
+        [&](auto member) -> std::optional<std::string> {
+            const auto& value = batch.*member;
+            using V = std::decay_t<decltype(value)>;
+            if constexpr (std::is_same_v<V, bool>) return value ? std::optional<std::string>("") : std::nullopt;
+            else if constexpr (std::is_same_v<V, int>) return value > 0 ? std::optional(std::to_string(value)) : std::nullopt;
+            else return value.empty() ? std::nullopt : std::optional(value);
+        },
+        field.value);
 }
 
 bool runs_in_container(const Site& site, const Stack& stack) {

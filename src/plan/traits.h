@@ -2,21 +2,35 @@
 // what differs between them is data in one place instead of ternaries in every emitter.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
+#include <variant>
 
 #include "site/model.h"
 
 namespace sitegen {
 
 // A [batch] value and the directive that carries it, e.g. "#SBATCH --partition=" + value.
+// Strings and numbers follow the prefix; a true bool writes the prefix alone ("#SBATCH
+// --exclusive"). Unset values (empty, 0, false) write no directive.
+using DirectiveMember = std::variant<std::string Batch::*, int Batch::*, bool Batch::*>;
 struct DirectiveField {
     const char* key;            // the [batch] key
-    std::string Batch::*value;  // its model field
+    DirectiveMember value;      // its model field
     const char* prefix;         // the directive text before the value
     bool resource;              // a PBS -l resource: ',' would start another one
     // The value as the directive takes it ("" when it cannot be written); nullptr: as it is.
     std::string (*convert)(const std::string&) = nullptr;
+};
+
+// What follows the prefix for this batch's value, or nullopt when the value is unset.
+std::optional<std::string> directive_text(const Batch& batch, const DirectiveField& field);
+
+// A [batch] key a scheduler cannot express, and why (check refuses it at its location).
+struct UnsupportedBatchKey {
+    const char* key;
+    const char* why;
 };
 
 struct SchedulerTraits {
@@ -24,9 +38,10 @@ struct SchedulerTraits {
     const char* directive;  // "#SBATCH": what a batch script's option lines start with
     const char* job_file;   // the batch script under runscripts/
     const char* submit;     // how users submit it
-    std::span<const DirectiveField> directives;  // the [batch] strings written as directives
+    std::span<const DirectiveField> directives;  // the [batch] values written as directives
     const char* job_name;   // the directive naming the job, before the name
     Launcher launcher;      // the launcher its job scripts start ranks with
+    std::span<const UnsupportedBatchKey> unsupported = {};  // [batch] keys this scheduler refuses
 };
 
 struct LauncherTraits {

@@ -66,6 +66,8 @@ struct Checker {
     void check_numa_binding();
     void check_literal_values();
     void check_scheduler();
+    void check_batch_options();
+    void check_network_plugin();
     std::string layout_path(size_t i) const;
 
     void run(const std::string& expected_name);
@@ -139,6 +141,8 @@ void Checker::run(const std::string& expected_name) {
     check_numa_binding();
     check_literal_values();
     check_scheduler();
+    check_batch_options();
+    check_network_plugin();
     if (site.stacks.empty()) diags.error(site.where(""), "no [[stacks]] defined: a site publishes at least one stack");
     std::set<std::string> seen;
     std::map<std::string, size_t> default_of;
@@ -365,12 +369,13 @@ void Checker::check_scheduler() {
     // A [batch] value only another scheduler's job script writes would be dropped silently.
     std::set<std::string> written;
     for (const auto& f : st.directives) written.insert(f.key);
+    for (const auto& u : st.unsupported) written.insert(u.key);  // refused by check_batch_options
     std::set<std::string> warned;
     for (const auto& [other, other_name] : enum_names<Scheduler>()) {
         (void)other_name;
         for (const auto& f : traits(other).directives) {
             const std::string path = std::string("batch.") + f.key;
-            if (written.count(f.key) || !present(path) || (site.batch.*f.value).empty() || !warned.insert(path).second)
+            if (written.count(f.key) || !present(path) || !directive_text(site.batch, f) || !warned.insert(path).second)
                 continue;
             diags.warning(site.where(path), "'" + path + "' is not written into " + to_string(scheduler) +
                                                 " job scripts (only " + to_string(other) + " has a directive for it)");
@@ -395,6 +400,95 @@ void Checker::check_scheduler() {
                     "so it cannot narrow '" + site.collectives.visibility_var + "' to one device per rank: every rank "
                     "sees the node's devices and picks its own by LOCAL_RANK",
                     "remove visibility_var, or set rank_starter = \"launcher\"");
+}
+
+// Batch options a scheduler cannot express, and GPU requests that contradict each other or
+// the rank wrapper's one device per rank.
+void Checker::check_batch_options() {
+    const Batch& b = site.batch;
+    const SchedulerTraits& sched = traits(site.site.scheduler);
+    const std::string scheduler = to_string(site.site.scheduler);
+    for (const auto& u : sched.unsupported)
+        if (present(std::string("batch.") + u.key))
+            diags.error(site.where(std::string("batch.") + u.key),
+                        "'batch." + std::string(u.key) + "' cannot be expressed for " + scheduler + ": " + u.why);
+    const int devices = site.hardware.devices_per_node;
+    const int ranks = b.tasks_per_node > 0 ? b.tasks_per_node : (devices > 0 ? devices : 1);
+    const bool narrows = !site.collectives.visibility_var.empty() && devices > 0;
+    if (b.gpus_per_task > 0) {
+        if (devices == 0)
+            diags.error(site.where("batch.gpus_per_task"), "'batch.gpus_per_task' requests GPUs but devices_per_node is 0");
+        else if (b.gpus_per_task * ranks > devices)
+            diags.error(site.where("batch.gpus_per_task"),
+                        std::to_string(b.gpus_per_task) + " GPUs per task x " + std::to_string(ranks) + " ranks per node = " +
+                            std::to_string(b.gpus_per_task * ranks) + " GPUs, but a node has " + std::to_string(devices));
+        if (present("batch.gpus_per_node"))
+            diags.error(site.where("batch.gpus_per_node"),
+                        "set either gpus_per_node or gpus_per_task: with gpus_per_task the job requests " +
+                            std::to_string(b.gpus_per_task) + " x " + std::to_string(ranks) + " GPUs per node itself");
+        if (narrows && b.gpus_per_task > 1)
+            diags.error(site.where("batch.gpus_per_task"),
+                        std::to_string(b.gpus_per_task) + " GPUs per task, but the rank wrapper narrows each rank to one device (" +
+                            site.collectives.visibility_var + ")",
+                        "set gpus_per_task = 1");
+    }
+    if (!b.gpu_bind.empty()) {
+        if (devices == 0)
+            diags.error(site.where("batch.gpu_bind"), "'batch.gpu_bind' binds GPUs but devices_per_node is 0");
+        // --gpu-bind=closest may leave a rank every GPU of its NUMA domain; the wrapper would
+        // then narrow that list by LOCAL_RANK, not by locality. One GPU per task makes Slurm
+        // bind exactly one, which the wrapper keeps.
+        else if (narrows && b.gpu_bind != "none" && b.gpus_per_task != 1)
+            diags.error(site.where("batch.gpu_bind"),
+                        "gpu_bind '" + b.gpu_bind + "' may leave a rank several GPUs, which the rank wrapper narrows again to one by "
+                            "LOCAL_RANK (" + site.collectives.visibility_var + "), not by locality",
+                        "set gpus_per_task = 1: Slurm then binds one GPU per rank and the wrapper keeps it");
+    }
+    switch (site.site.scheduler) {
+        case Scheduler::slurm:
+            if (const std::string dir = batch_output_directory(site); dir.find('%') != std::string::npos)
+                diags.error(site.where("batch.output"),
+                            "the directory of output '" + b.output + "' holds a '%' pattern: it must exist before the job "
+                            "starts (Slurm opens the file first), and runscripts/submit cannot create it before the pattern "
+                            "is known",
+                            "keep patterns in the file name, e.g. logs/%x_%j.out");
+            break;
+        case Scheduler::flux:
+            if (const std::string dir = batch_output_directory(site); dir.find("{{") != std::string::npos)
+                diags.error(site.where("batch.output"),
+                            "the directory of output '" + b.output + "' holds a '{{...}}' template: it must exist before the "
+                            "job writes into it, and runscripts/submit cannot create it before the template is known",
+                            "keep templates in the file name, e.g. logs/flux-{{id}}.out");
+            break;
+        case Scheduler::pbs:
+            if (b.exclusive && present("batch.place"))
+                diags.error(site.where("batch.exclusive"),
+                            "PBS takes one place= value and 'batch.place' is set: write excl into it instead",
+                            "place = \"" + b.place + ":excl\"");
+            if (!b.reservation.empty() && !b.partition.empty())
+                diags.error(site.where("batch.reservation"),
+                            "PBS submits to a reservation as its queue (-q), and 'batch.partition' already names the queue '" +
+                                b.partition + "'");
+            break;
+    }
+}
+
+// The network plugin's library directory reaches the ranks (LD_LIBRARY_PATH, the container's
+// binds), so a named plugin needs one; a directory in the image needs an image.
+void Checker::check_network_plugin() {
+    const Collectives& c = site.collectives;
+    if (!c.network_plugin.empty() && c.network_plugin_path.empty())
+        diags.error(site.where("collectives.network_plugin"),
+                    "network plugin '" + c.network_plugin + "' has no library directory: nothing would load it",
+                    "set network_plugin_path to the directory holding its library (librccl-net*.so / libnccl-net*.so)");
+    if (!c.network_plugin_path.empty() && c.network_plugin.empty())
+        diags.error(site.where("collectives.network_plugin_path"), "'network_plugin_path' is set but no network_plugin is named");
+    absolute("collectives.network_plugin_path", c.network_plugin_path);
+    no_separator("collectives.network_plugin_path", c.network_plugin_path, ":,",
+                 site.container.enabled ? "LD_LIBRARY_PATH or the bind list" : "LD_LIBRARY_PATH");
+    if (c.network_plugin_in_image && !site.container.enabled)
+        diags.error(site.where("collectives.network_plugin_in_image"),
+                    "'network_plugin_in_image' is true but the site has no [container] table");
 }
 
 // Values are written as they are: a module's setenv and the wrapper's exports never expand

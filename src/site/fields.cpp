@@ -129,6 +129,20 @@ const std::vector<Field<Batch>>& fields_of() {
                     "`torchrun --nnodes=N --nproc_per_node=tasks_per_node` with c10d rendezvous at MASTER_ADDR:MASTER_PORT; "
                     "torchrun sets RANK/LOCAL_RANK/WORLD_SIZE, the program picks its device by LOCAL_RANK, and no "
                     "per-rank CPU binding or device narrowing applies)."},
+        {.key = "qos", .member = &Batch::qos, .meaning = "Slurm `--qos` (no PBS equivalent: refused there)."},
+        {.key = "constraint", .member = &Batch::constraint,
+         .meaning = "Slurm `--constraint`: node features (PBS selects them with site resources in `select`: refused there)."},
+        {.key = "exclusive", .member = &Batch::exclusive, .requirement = "default false",
+         .meaning = "Nodes not shared with other jobs: Slurm `--exclusive`, PBS `-l place=excl` (with `place` set, "
+                    "write `:excl` into it instead)."},
+        {.key = "reservation", .member = &Batch::reservation,
+         .meaning = "Slurm `--reservation`; PBS runs a reservation as its queue (`-q`), so not with `partition`."},
+        {.key = "gpus_per_task", .member = &Batch::gpus_per_task, .min = 1, .max = 1024,
+         .meaning = "Slurm `--gpus-per-task`, written instead of `--gpus-per-node` (Slurm only); 1 where the rank "
+                    "wrapper narrows visibility, and x ranks per node at most `devices_per_node`."},
+        {.key = "gpu_bind", .member = &Batch::gpu_bind,
+         .meaning = "Slurm `--gpu-bind`, e.g. `closest` (Slurm only; needs GPUs, and `gpus_per_task = 1` where the "
+                    "rank wrapper narrows visibility, so that Slurm binds the one device the wrapper keeps)."},
     };
     return rows;
 }
@@ -162,6 +176,15 @@ const std::vector<Field<Collectives>>& fields_of() {
          .requirement = "default 1",
          .meaning = "Ranks per device under `visibility = \"shared\"` (Intel PVC: 1, 2 or 4 CCS per tile; NVIDIA MPS: "
                     "at most 48 clients per GPU); tasks_per_node defaults to devices_per_node x this."},
+        {.key = "network_plugin_path", .member = &Collectives::network_plugin_path, .absolute_path = true,
+         .requirement = "required with network_plugin",
+         .meaning = "Directory holding the plugin library (`librccl-net*.so`, `libnccl-net*.so`): prepended to "
+                    "LD_LIBRARY_PATH by the module (bare metal) or, in containers, bound in and prepended by the "
+                    "rank wrapper."},
+        {.key = "network_plugin_in_image", .member = &Collectives::network_plugin_in_image,
+         .requirement = "default false",
+         .meaning = "network_plugin_path is inside the container image (built in, as LUMI's images): not bound from "
+                    "the host, only prepended inside."},
     };
     return rows;
 }

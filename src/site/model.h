@@ -110,6 +110,12 @@ struct Batch {
     std::string place;        // PBS place=
     std::string filesystems;  // PBS filesystems=
     RankStarter rank_starter = RankStarter::launcher;  // torchrun: one launcher task per node
+    std::string qos;          // Slurm --qos
+    std::string constraint;   // Slurm --constraint (node features)
+    bool exclusive = false;   // nodes not shared with other jobs
+    std::string reservation;  // Slurm --reservation / PBS reservation queue
+    int gpus_per_task = 0;    // Slurm --gpus-per-task (replaces --gpus-per-node); 0 = unset
+    std::string gpu_bind;     // Slurm --gpu-bind, e.g. "closest"
 };
 
 struct Collectives {
@@ -121,6 +127,8 @@ struct Collectives {
     EnvList env;                   // NCCL_*, FI_CXI_*, CCL_* ... exported on every rank
     VisibilityPolicy visibility = VisibilityPolicy::narrow;  // narrow needs visibility_var to narrow
     int ranks_per_device = 1;      // shared: ranks on each device (device = LOCAL_RANK / this)
+    std::string network_plugin_path;    // directory holding the plugin library (absolute)
+    bool network_plugin_in_image = false;  // that directory is inside the container image, not on the host
 };
 
 struct Bind {

@@ -56,6 +56,7 @@ EOV
     frontier) r=$out/modules-out/frontier/software/pytorch/2.3.1-rocm-6.0.0; cat <<EOV
 CONDA_DEFAULT_ENV=$r/conda-env
 CONDA_PREFIX=$r/conda-env
+LD_LIBRARY_PATH=/sw/frontier/sitegen/aws-ofi-rccl/lib
 NCCL_NET_GDR_LEVEL=3
 NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3
 PATH=$r/bin:$r/conda-env/bin:/usr/bin:/bin

@@ -29,6 +29,9 @@ for d in /var/spool/slurmd /opt/cray /pfs /scratch /projappl /project /flash /ap
 done
 touch "$node/usr/lib64/libcxi.so.1" "$node/usr/lib64/libjansson.so.4" \
   "$node/appl/local/containers/sif-images/lumi-pytorch-rocm-6.0.3-python-3.12-pytorch-v2.3.1-dockerhash-2c1c14cafd28.sif"
+# Frontier's aws-ofi-rccl build (collectives.network_plugin_path).
+mkdir -p "$node/sw/frontier/sitegen/aws-ofi-rccl/lib"
+touch "$node/sw/frontier/sitegen/aws-ofi-rccl/lib/librccl-net.so"
 # Aurora's frameworks module python.
 mkdir -p "$node/opt/aurora/24.180.3/frameworks/aurora_nre_models_frameworks-2024.2.1_u1/bin"
 printf '#!/bin/sh\n' >"$node/opt/aurora/24.180.3/frameworks/aurora_nre_models_frameworks-2024.2.1_u1/bin/python"
@@ -53,6 +56,15 @@ for site in lumi frontier cirrus aurora local; do
 done
 check_contains "lumi: what was checked" "  checked container: 10 bind paths, 1 image" \
   "$(doctor "$root/sites" lumi --topology "$fixtures/lumi.xml" --root "$node" >/dev/null; cat "$SCRATCH/out")"
+
+check_contains "frontier: the plugin library was found" \
+  "  checked network plugin: /sw/frontier/sitegen/aws-ofi-rccl/lib/librccl-net.so" \
+  "$(doctor "$root/sites" frontier --topology "$fixtures/frontier.xml" --root "$node" >/dev/null; cat "$SCRATCH/out")"
+mv "$node/sw/frontier/sitegen/aws-ofi-rccl/lib/librccl-net.so" "$node/sw/frontier/sitegen/aws-ofi-rccl/lib/librccl-net.so.off"
+check_eq "frontier: a plugin directory without the library, at its key" \
+  "1 sites/frontier/site.toml:28:23: error: network plugin directory '/sw/frontier/sitegen/aws-ofi-rccl/lib' holds no plugin library on the node of $fixtures/frontier.xml" \
+  "$(doctor "$root/sites" frontier --topology "$fixtures/frontier.xml" --root "$node") $(grep ': error: ' "$SCRATCH/err" | sed "s|^$root/||")"
+mv "$node/sw/frontier/sitegen/aws-ofi-rccl/lib/librccl-net.so.off" "$node/sw/frontier/sitegen/aws-ofi-rccl/lib/librccl-net.so"
 
 # Planted mismatches in a copy of the sites.
 mutated=$SCRATCH/sites

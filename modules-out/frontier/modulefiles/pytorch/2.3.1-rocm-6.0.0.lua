@@ -6,7 +6,7 @@ local root = "/sw/frontier/sitegen/software/pytorch/2.3.1-rocm-6.0.0"
 whatis("Description: PyTorch 2.3.1 with torchvision 0.18.1 and torchaudio 2.3.1 (ROCm 6.0 wheels) and mpi4py built against Cray MPICH, in a conda environment (Python 3.10) on top of PrgEnv-gnu and rocm/6.0.0. Launch ranks with srun and the pytorch-distributed wrapper, not torchrun.")
 whatis("Keywords: PyTorch, ROCm, mpi4py")
 whatis("URL: https://pytorch.org/")
-help("PyTorch 2.3.1 with torchvision 0.18.1 and torchaudio 2.3.1 (ROCm 6.0 wheels) and mpi4py built against Cray MPICH, in a conda environment (Python 3.10) on top of PrgEnv-gnu and rocm/6.0.0. Launch ranks with srun and the pytorch-distributed wrapper, not torchrun.\n\nHomepage: https://pytorch.org/\n\nComponents:\n  mpi4py 3.1.6\n  torch 2.3.1\n  torchaudio 2.3.1\n  torchvision 0.18.1\n\nScripts in $RUNSCRIPTS:\n  acceptance.py\n  acceptance.slurm\n  get-master\n  job.slurm\n  python-distributed\n\nVariables this module sets:\n  CONDA_PREFIX\n  CONDA_DEFAULT_ENV\n  PATH\n  RUNSCRIPTS\n  NCCL_NET_GDR_LEVEL\n  NCCL_SOCKET_IFNAME\n\nMore: OLCF PyTorch guide: https://docs.olcf.ornl.gov/software/python/pytorch_frontier.html\n")
+help("PyTorch 2.3.1 with torchvision 0.18.1 and torchaudio 2.3.1 (ROCm 6.0 wheels) and mpi4py built against Cray MPICH, in a conda environment (Python 3.10) on top of PrgEnv-gnu and rocm/6.0.0. Launch ranks with srun and the pytorch-distributed wrapper, not torchrun.\n\nHomepage: https://pytorch.org/\n\nComponents:\n  mpi4py 3.1.6\n  torch 2.3.1\n  torchaudio 2.3.1\n  torchvision 0.18.1\n\nScripts in $RUNSCRIPTS:\n  acceptance.py\n  acceptance.slurm\n  get-master\n  job.slurm\n  python-distributed\n  submit\n\nVariables this module sets:\n  CONDA_PREFIX\n  CONDA_DEFAULT_ENV\n  PATH\n  RUNSCRIPTS\n  LD_LIBRARY_PATH\n  NCCL_NET_GDR_LEVEL\n  NCCL_SOCKET_IFNAME\n\nMore: OLCF PyTorch guide: https://docs.olcf.ornl.gov/software/python/pytorch_frontier.html\n")
 
 depends_on("PrgEnv-gnu/8.5.0")
 depends_on("miniforge3/23.11.0-0")
@@ -20,6 +20,8 @@ setenv("CONDA_DEFAULT_ENV", conda_env)
 prepend_path("PATH", pathJoin(conda_env, "bin"))
 setenv("RUNSCRIPTS", pathJoin(root, "runscripts"))
 prepend_path("PATH", pathJoin(root, "bin"))
+-- The network plugin's library directory, before the others.
+prepend_path("LD_LIBRARY_PATH", "/sw/frontier/sitegen/aws-ofi-rccl/lib")
 -- Collective, network and stack environment (one source: the site file).
 setenv("NCCL_NET_GDR_LEVEL", "3")
 setenv("NCCL_SOCKET_IFNAME", "hsn0,hsn1,hsn2,hsn3")
