@@ -216,4 +216,111 @@ env: HOME=$LMOD_TEST_HOME" "$(cat "$SCRATCH/podman.log")"
 check_eq "podman-hpc: what ran inside" "python3 train.py --epochs 1: RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 MASTER_ADDR=node1 MASTER_PORT=29540 CUDA_VISIBLE_DEVICES=1 NCCL_DEBUG=INFO
 inside: podman $work" "$(cat "$SCRATCH/podman.out")"
 
+# ---- pyxis: srun's --container-image (the image file the module found in image_dir),
+# --container-mounts (the module's bind list, then the working directory) and
+# --container-workdir; the whole environment passes. start-shell outside a job: enroot start
+# with each bind as an fstab entry and the variables named with --env.
+stack=$SCRATCH/out/modules-out/pyxis/software/torch/2.4.0
+check_eq "pyxis: what the tools received" "== srun
+argv: --cpu-bind=mask_cpu:0xf,0xf0
+argv: --container-image=$SCRATCH/images/torch.sqsh
+argv: --container-mounts=/data:/d:ro,$stack/runscripts:/runscripts,$work:$work
+argv: --container-workdir=$work
+argv: /runscripts/python-distributed
+argv: train.py
+argv: --epochs
+argv: 1
+env: SLURM_PROCID=1
+env: CUDA_VISIBLE_DEVICES=0,1
+env: SITEGEN_CONTAINER=1
+env: HOME=$LMOD_TEST_HOME
+== enroot
+argv: start
+argv: --env
+argv: MASTER_ADDR
+argv: --env
+argv: MASTER_PORT
+argv: --env
+argv: SITEGEN_CONTAINER=1
+argv: --env
+argv: CUDA_VISIBLE_DEVICES
+argv: --env
+argv: NCCL_DEBUG
+argv: --mount
+argv: /data:/d:none:x-create=auto,rbind,ro
+argv: --mount
+argv: $stack/runscripts:/runscripts:none:x-create=auto,rbind
+argv: $SCRATCH/images/torch.sqsh
+argv: bash
+argv: -c
+argv: echo \"inside: \${container:-}\${SITEGEN_CONTAINER:-}\${UENV_MOUNT_LIST:-} \$PWD\"
+env: HOME=$LMOD_TEST_HOME" "$(cat "$SCRATCH/pyxis.log")"
+check_eq "pyxis: what ran inside" "python3 train.py --epochs 1: RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 MASTER_ADDR=node1 MASTER_PORT=29540 CUDA_VISIBLE_DEVICES=1 NCCL_DEBUG=INFO
+inside: 1 $work" "$(cat "$SCRATCH/pyxis.out")"
+
+# ---- uenv: srun --uenv=LABEL --view=VIEW, the wrapper at its host path (nothing is bound);
+# start-shell: uenv run --view=VIEW LABEL -- bash.
+stack=$SCRATCH/out/modules-out/uenv/software/torch/2.4.0
+check_eq "uenv: what the tools received" "== srun
+argv: --cpu-bind=mask_cpu:0xf,0xf0
+argv: --uenv=pytorch/v2.4.0:v1
+argv: --view=default
+argv: $stack/runscripts/python-distributed
+argv: train.py
+argv: --epochs
+argv: 1
+env: SLURM_PROCID=1
+env: CUDA_VISIBLE_DEVICES=0,1
+env: SITEGEN_CONTAINER=1
+env: HOME=$LMOD_TEST_HOME
+== uenv
+argv: run
+argv: --view=default
+argv: pytorch/v2.4.0:v1
+argv: --
+argv: bash
+argv: -c
+argv: echo \"inside: \${container:-}\${SITEGEN_CONTAINER:-}\${UENV_MOUNT_LIST:-} \$PWD\"
+env: HOME=$LMOD_TEST_HOME" "$(cat "$SCRATCH/uenv.log")"
+check_eq "uenv: what ran inside" "python3 train.py --epochs 1: RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 MASTER_ADDR=node1 MASTER_PORT=29540 CUDA_VISIBLE_DEVICES=1 NCCL_DEBUG=INFO
+inside: pytorch/v2.4.0:v1:/user-environment $work" "$(cat "$SCRATCH/uenv.out")"
+
+# ---- Refusals at their TOML location (lines of write_site's template: runtime on 23, the
+# container lines from 25, the python layout 2 lines after them).
+# refused NAME EXPECTED_LINE: `check NAME` exits 1 and prints EXPECTED_LINE (path relative).
+refused() {
+  local out code=0
+  out=$("$sitegen" --sites-dir "$SCRATCH/sites" check "$1" 2>&1) || code=$?
+  out=${out//"$SCRATCH/sites/"/}
+  if [[ $code == 1 ]] && grep -qxF -- "$2" <<<"$out"; then pass; else fail "$1: expected exit 1 and '$2', got $code: $out"; fi
+}
+write_site pyxispbs pyxis 'image_dir = "/images"' torch.sqsh false
+sed -i 's/^scheduler = "slurm"/scheduler = "pbs"/; s/^launcher = "srun"/launcher = "mpiexec"/; s/^style = "mask"/style = "list"/' \
+  "$SCRATCH/sites/pyxispbs/site.toml"
+refused pyxispbs "pyxispbs/site.toml:23:11: error: pyxis is a Slurm SPANK plugin: the container is entered by srun's --container-image flags; the site's scheduler is 'pbs'"
+write_site uenvpbs uenv 'view = "default"' "pytorch/v2.4.0:v1" false
+sed -i 's/^scheduler = "slurm"/scheduler = "pbs"/; s/^launcher = "srun"/launcher = "mpiexec"/; s/^style = "mask"/style = "list"/' \
+  "$SCRATCH/sites/uenvpbs/site.toml"
+refused uenvpbs "uenvpbs/site.toml:23:11: error: uenv enters jobs through its Slurm plugin (srun --uenv, --view); the site's scheduler is 'pbs'"
+write_site uenvbinds uenv 'view = "default"
+binds = [{ host = "/data" }]' "pytorch/v2.4.0:v1" false
+refused uenvbinds "uenvbinds/site.toml:26:9: error: uenv mounts only its image; the host's files are visible as they are, so there is nothing to bind"
+write_site uenvnoview uenv '' "pytorch/v2.4.0:v1" false
+refused uenvnoview "uenvnoview/site.toml:22:1: error: missing required key 'view' in [container]: uenv puts the image's software on PATH only through a view"
+write_site uenvconda uenv 'view = "default"' "pytorch/v2.4.0:v1" false
+sed -i 's/^layout = "container-system"/layout = "container-venv"/' "$SCRATCH/sites/uenvconda/site.toml"
+refused uenvconda "uenvconda/site.toml:28:10: error: python layout 'container-venv' activates conda in the image, but a uenv image is a Spack software stack with views, not conda"
+write_site uenvgpu uenv 'view = "default"' "pytorch/v2.4.0:v1" true
+refused uenvgpu "uenvgpu/site.toml:24:12: error: uenv has no GPU flag for gpu_vendor 'nvidia'"
+write_site podmanamd podman-hpc '' "registry.nersc.gov/library/torch:2.4" false
+sed -i 's/^gpu_vendor = "nvidia"/gpu_vendor = "amd"/; s/^library = "nccl"/library = "rccl"/; s/CUDA_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES/' \
+  "$SCRATCH/sites/podmanamd/site.toml"
+refused podmanamd "podmanamd/site.toml:9:14: error: podman-hpc gives the container its own /dev and has no GPU flag for gpu_vendor 'amd': the devices would be invisible in the container"
+write_site podmannogpu podman-hpc '' "registry.nersc.gov/library/torch:2.4" false
+refused podmannogpu "podmannogpu/site.toml:24:12: error: CUDA is invisible in containers that podman-hpc runs without --gpu (the host's driver libraries are not bound in)"
+write_site podmansif podman-hpc '' torch.sif true
+refused podmansif "podmansif/site.toml:36:9: error: 'torch.sif' looks like an image file, but podman-hpc runs images by name"
+write_site podmanview podman-hpc 'view = "default"' "registry.nersc.gov/library/torch:2.4" true
+refused podmanview "podmanview/site.toml:25:8: error: podman-hpc has no views ('view' is for uenv)"
+
 finish
