@@ -40,7 +40,7 @@ constexpr RuntimeTraits kApptainer{ContainerRuntime::apptainer, "apptainer", "ex
 constexpr RuntimeTraits kCharliecloud = [] {
     RuntimeTraits t{ContainerRuntime::charliecloud, "ch-run", "", "--", nullptr, "-b",
                     "-n ${CH_RUNNING:-}", true, false, false, nullptr, nullptr};
-    t.nvidia_note = "ch-run runs the image as it is: CUDA works only if the host's NVIDIA libraries were "
+    t.nvidia_note = "charliecloud runs the image as it is: CUDA works only if the host's NVIDIA libraries were "
                     "injected into it (ch-fromhost --nvidia)";
     return t;
 }();
