@@ -93,11 +93,15 @@ std::vector<ShellCommand> container_venv_commands(const Site& site, const Stack&
     const RuntimeTraits& rt = traits(site.container.runtime);
     const std::string exec = *rt.exec ? std::string(" ") + rt.exec : "";
     const std::string before_program = *rt.before_program ? std::string(" ") + rt.before_program : "";
+    // enroot's --mount takes an fstab entry; a named image is not a file in the install dir.
+    ShellCommand run = {bash_text(std::string(rt.command) + exec + " " + rt.bind_flag + " "),
+                        install_path("user-software:/user-software"),
+                        bash_text(std::string(rt.bind_fstab ? ":none:x-create=auto,rbind" : "") + " ")};
+    if (!rt.image_is_name) run.push_back(install_path(""));
+    run.push_back(bash_text(bash_word(stack.image) + before_program + " bash -c " + bash_word(inner)));
     return {
         shell({bash_text("mkdir -p "), install_path("user-software")}),
-        shell({bash_text(std::string(rt.command) + exec + " " + rt.bind_flag + " "),
-               install_path("user-software:/user-software"), bash_text(" "), install_path(""),
-               bash_text(bash_word(stack.image) + before_program + " bash -c " + bash_word(inner))}),
+        std::move(run),
     };
 }
 
@@ -149,7 +153,8 @@ std::optional<ShellCommand> payload_check(const Site& site, const Stack& stack) 
     std::string run = bash_word(python);
     if (runs_in_container(site, stack)) {
         const RuntimeTraits& rt = traits(site.container.runtime);
-        run = std::string(rt.command) + (*rt.exec ? std::string(" ") + rt.exec : "") + " \"$SIF\"" +
+        run = std::string(rt.command) + (*rt.exec ? std::string(" ") + rt.exec : "") +
+              (rt.view_flag ? std::string(" ") + rt.view_flag + bash_word(site.container.view) : "") + " \"$SIF\"" +
               (*rt.before_program ? std::string(" ") + rt.before_program : "") + " " + run;
     }
     return shell({bash_text(run + " -c \"" + bash_double_quoted(code) + "\"")});
@@ -159,7 +164,8 @@ std::optional<ShellCommand> payload_check(const Site& site, const Stack& stack) 
 
 InstallPlan plan_install(const Site& site, const Stack& stack, const std::vector<PlannedFile>& files) {
     InstallPlan plan;
-    if (runs_in_container(site, stack)) {
+    // Named images live in the runtime's own store (podman-hpc migrate, uenv image pull): nothing to copy.
+    if (runs_in_container(site, stack) && !traits(site.container.runtime).image_is_name) {
         plan.method = InstallMethod::copy_image;
         plan.image = stack.image;
     }

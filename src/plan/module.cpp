@@ -99,18 +99,25 @@ void container_ops(ModuleBuilder& m, const Site& site, const Stack& stack) {
     const std::string ident = stack_ident(stack.name);
     const RuntimeTraits& runtime = traits(site.container.runtime);
     const Python& py = stack.python;
-    m.comment("The image: the installed copy, else the site's shared copy (as LUMI's create_container_vars).");
-    m.find_image("image", stack.image, site.container.image_dir, runtime.image_directories);
-    for (const std::string& v : {std::string("SIF"), "SIF" + ident}) m.setenv(v, local_value("image"));
+    if (runtime.image_is_name) {
+        m.comment("The image: a name " + std::string(runtime.command) + " resolves in its own image store.");
+        for (const std::string& v : {std::string("SIF"), "SIF" + ident}) m.setenv(v, text_value(stack.image));
+    } else {
+        m.comment("The image: the installed copy, else the site's shared copy (as LUMI's create_container_vars).");
+        m.find_image("image", stack.image, site.container.image_dir, runtime.image_directories);
+        for (const std::string& v : {std::string("SIF"), "SIF" + ident}) m.setenv(v, local_value("image"));
+    }
     m.setenv("CONTAINERROOT", root_value());
     m.setenv("RUNSCRIPTS" + ident, under_root({"runscripts"}));
+    // The host's files are visible as they are (uenv): nothing to bind.
+    if (runtime.host_filesystem) return;
     // Binds: the site's, then runscripts, then /user-software as LUMI's create_container_vars
     // does it: the packed squashfs if there is one, else the directory, else nothing (a bind
     // whose source is missing stops the container from starting).
     std::string site_binds;
     for (const auto& b : site.container.binds) {
         std::string entry = b.host;
-        if (b.container != b.host || !b.options.empty()) entry += ":" + b.container;
+        if (b.container != b.host || !b.options.empty() || runtime.bind_target_required) entry += ":" + b.container;
         if (!b.options.empty()) entry += ":" + b.options;
         site_binds += entry + ",";
     }
@@ -242,7 +249,7 @@ std::string help_text(const Site& site, const Stack& stack, const std::vector<Pl
         for (const auto& c : it->second) h += "  " + c + "\n";
     }
     if (auto it = commands.find("runscripts"); it != commands.end()) {
-        h += "\nScripts in $RUNSCRIPTS" + std::string(site.container.enabled ? " (/runscripts in the container)" : "") + ":\n";
+        h += "\nScripts in $RUNSCRIPTS" + std::string(site.container.enabled && !traits(site.container.runtime).host_filesystem ? " (/runscripts in the container)" : "") + ":\n";
         for (const auto& c : it->second) h += "  " + c + "\n";
     }
     h += "\nVariables this module sets:\n";
@@ -256,10 +263,16 @@ std::string help_text(const Site& site, const Stack& stack, const std::vector<Pl
                  "packages, `pip install` inside the container: they land in\n"
                  "$CONTAINERROOT/user-software, mounted at /user-software when that directory\n"
                  "(or a packed user-software.squashfs) exists when the module is loaded.\n";
+        else if (rt.host_filesystem)
+            h += "\nRun start-shell (a shell with the uenv " + stack.image + " mounted and its view\n"
+                 "loaded) or start-shell -c <command>; the host's files stay visible.\n";
         else
             h += "\nRun start-shell (a shell in the container with this module's binds) or\n"
                  "start-shell -c <command>. $CONTAINERROOT/user-software is mounted at\n"
                  "/user-software when that directory exists when the module is loaded.\n";
+        if (rt.env_flag && rt.job_entry == RuntimeEntry::command)
+            h += "\n" + std::string(rt.command) + " passes only named variables into the container: the\n"
+                 "scheduler's, MASTER_*, SITEGEN_*, the device-visibility variable and this module's.\n";
     }
     if (stack.python.layout == PythonLayout::userbase_venv)
         h += "\nPYTHONUSERBASE points into the shared installation: do not `pip install --user`\n"

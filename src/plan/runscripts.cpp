@@ -3,6 +3,7 @@
 // bash_double_quoted, and batch directives refuse values that would break a line.
 #include "plan/runscripts.h"
 
+#include <set>
 #include <stdexcept>
 
 #include "node/hostlist.h"
@@ -16,30 +17,102 @@ namespace sitegen {
 
 namespace {
 
-// How a script starts `program` (bash words) in the stack's image: the setup lines, then the
-// command. Runtimes that read no bind variable get the module's CONTAINER_BINDS as flags.
+// Variables given by name to a runtime that starts from the image's environment: the
+// scheduler's (the rank wrapper reads them), the user's MASTER_* / SITEGEN_* choices, the
+// device-visibility variable and the module's env. Without prefix globs (enroot) only the
+// names, and SITEGEN_CONTAINER=1, which start-shell's inside test reads.
+std::vector<std::string> passed_variables(const Site& site, const Stack& stack, bool globs) {
+    std::vector<std::string> out;
+    if (globs) {
+        switch (site.site.scheduler) {
+            case Scheduler::slurm: out = {"SLURM_*"}; break;
+            case Scheduler::pbs: out = {"PBS_*", "PALS_*", "PMI_*"}; break;
+            case Scheduler::flux: out = {"FLUX_*"}; break;
+        }
+        out.insert(out.end(), {"MASTER_*", "SITEGEN_*"});
+    } else {
+        out = {"MASTER_ADDR", "MASTER_PORT", "SITEGEN_CONTAINER=1"};
+    }
+    std::set<std::string> names;
+    if (!site.collectives.visibility_var.empty()) names.insert(site.collectives.visibility_var);
+    for (const auto& [k, v] : site.collectives.env) names.insert(k);
+    for (const auto& [k, v] : stack.env) names.insert(k);
+    out.insert(out.end(), names.begin(), names.end());
+    return out;
+}
+
+// Bash that stops unless the working directory can be written into a bind list.
+std::string workdir_guard(const std::string& script) {
+    return "# The working directory is mounted at its own path; ':' or ',' would split the bind.\n"
+           "[[ $PWD != *[,:]* ]] || { echo \"" + script + ": cannot mount the working directory $PWD (':' or ',' in its path)\" >&2; exit 2; }\n";
+}
+
+// How a script starts `program` (bash words) in the stack's image by a command: the setup
+// lines, then the command. Runtimes that read no bind variable get the module's
+// CONTAINER_BINDS as flags.
 struct ContainerCommand {
     std::string setup;
     std::string command;
 };
 
-ContainerCommand container_command(const Site& site, const Stack& stack, const std::string& program) {
+ContainerCommand container_command(const Site& site, const Stack& stack, const std::string& program,
+                                   const std::string& script) {
     const RuntimeTraits& rt = traits(site.container.runtime);
     ContainerCommand c;
     c.command = rt.command;
     if (*rt.exec) c.command += std::string(" ") + rt.exec;
     if (const std::string flag = gpu_flag(site); !flag.empty()) c.command += " " + flag;
-    if (!rt.env_prefix) {
+    if (rt.view_flag) c.command += std::string(" ") + rt.view_flag + bash_word(site.container.view);
+    if (rt.env_flag)
+        for (const auto& name : passed_variables(site, stack, rt.env_prefix_glob))
+            c.command += std::string(" ") + rt.env_flag + " " + bash_word(name);
+    if (!rt.env_prefix && !rt.host_filesystem) {
         c.setup = std::string("# ") + rt.command + " reads no bind variable: the module's CONTAINER_BINDS become " +
                   rt.bind_flag + " flags.\n"
                   "bind_flags=()\n"
-                  "IFS=, read -ra container_binds <<<\"${CONTAINER_BINDS:-}\"\n"
-                  "for bind in \"${container_binds[@]}\"; do bind_flags+=(" + rt.bind_flag + " \"$bind\"); done\n";
+                  "IFS=, read -ra container_binds <<<\"${CONTAINER_BINDS:-}\"\n";
+        if (rt.bind_fstab)
+            // enroot's --mount takes an fstab entry with ':' between its fields.
+            c.setup += std::string("for bind in \"${container_binds[@]}\"; do\n"
+                                   "  IFS=: read -r source target options <<<\"$bind\"\n"
+                                   "  bind_flags+=(") + rt.bind_flag +
+                       " \"$source:${target:-$source}:none:x-create=auto,rbind${options:+,$options}\")\n"
+                       "done\n";
+        else
+            c.setup += std::string("for bind in \"${container_binds[@]}\"; do bind_flags+=(") + rt.bind_flag +
+                       " \"$bind\"); done\n";
         c.command += " \"${bind_flags[@]}\"";
+    }
+    if (rt.workdir_flag) {
+        c.setup += workdir_guard(script);
+        c.command += std::string(" ") + rt.bind_flag + " \"$PWD:$PWD\" " + rt.workdir_flag + "\"$PWD\"";
     }
     c.command += " \"$SIF" + stack_ident(stack.name) + "\"";
     if (*rt.before_program) c.command += std::string(" ") + rt.before_program;
     c.command += " " + program;
+    return c;
+}
+
+// Where the ranks find the wrapper: /runscripts, which the module binds, or the host path
+// where the runtime shows the host's files as they are.
+std::string wrapper_path(const Site& site, const std::string& wrapper) {
+    return traits(site.container.runtime).host_filesystem ? "\"$RUNSCRIPTS/" + wrapper + "\"" : "/runscripts/" + wrapper;
+}
+
+// A job step entered by srun flags (pyxis, uenv): the setup lines and the flags. The
+// step's environment marks it as inside (start-shell's test where the runtime sets none).
+ContainerCommand launcher_entry(const Site& site, const Stack& stack, const std::string& script) {
+    const RuntimeTraits& rt = traits(site.container.runtime);
+    ContainerCommand c;
+    c.command = std::string(rt.image_launcher_flag) + "\"$SIF" + stack_ident(stack.name) + "\"";
+    if (rt.view_flag) c.command += std::string(" ") + rt.view_flag + bash_word(site.container.view);
+    if (rt.mounts_launcher_flag)
+        c.command += std::string(" ") + rt.mounts_launcher_flag + "\"$CONTAINER_BINDS" +
+                     (rt.workdir_launcher_flag ? ",$PWD:$PWD" : "") + "\"";
+    if (rt.workdir_launcher_flag) {
+        c.setup = workdir_guard(script);
+        c.command += std::string(" ") + rt.workdir_launcher_flag + "\"$PWD\"";
+    }
     return c;
 }
 
@@ -564,9 +637,14 @@ std::string slurm_job(const Site& site, const Stack& stack, const PlanOptions& o
         s += "NUMA_DOMAINS=" + bash_word(numa_domain_list(site.hardware, ranks_per_device(site))) + "\n";
         launch += " --cpu-bind=map_ldom:\"$NUMA_DOMAINS\" --mem-bind=map_mem:\"$NUMA_DOMAINS\"";
     }
-    if (runs_in_container(site, stack)) {
+    if (runs_in_container(site, stack) &&
+        traits(site.container.runtime).job_entry == RuntimeEntry::launcher_flags) {
+        const ContainerCommand c = launcher_entry(site, stack, "job.slurm");
+        s += c.setup + "SITEGEN_CONTAINER=1 " + launch + " " + c.command + " " + wrapper_path(site, wrapper) + " \"$@\"\n";
+    } else if (runs_in_container(site, stack)) {
         // The module's bind list mounts $RUNSCRIPTS at /runscripts.
-        const ContainerCommand c = container_command(site, stack, "/runscripts/" + wrapper + " \"$@\"");
+        const ContainerCommand c =
+            container_command(site, stack, wrapper_path(site, wrapper) + " \"$@\"", "job.slurm");
         s += c.setup + launch + " " + c.command + "\n";
     } else
         s += launch + " \"$RUNSCRIPTS/" + wrapper + "\" \"$@\"\n";
@@ -607,7 +685,8 @@ std::string pbs_job(const Site& site, const Stack& stack, const PlanOptions& opt
     }
     const std::string launch = "mpiexec -np \"$SITEGEN_NRANKS\" -ppn \"$SITEGEN_RANKS_PER_NODE\"" + bind;
     if (runs_in_container(site, stack)) {
-        const ContainerCommand c = container_command(site, stack, "/runscripts/" + wrapper + " \"$@\"");
+        const ContainerCommand c =
+            container_command(site, stack, wrapper_path(site, wrapper) + " \"$@\"", "job.pbs");
         s += c.setup + launch + " " + c.command + "\n";
     } else {
         s += launch + " \"$RUNSCRIPTS/" + wrapper + "\" \"$@\"\n";
@@ -676,7 +755,7 @@ std::string flux_job(const Site& site, const Stack& stack, const PlanOptions& op
         launch += flux_narrows ? " -o gpu-affinity=per-task" : " -o gpu-affinity=off";
     }
     if (runs_in_container(site, stack)) {
-        const ContainerCommand c = container_command(site, stack, "/runscripts/" + wrapper + " \"$@\"");
+        const ContainerCommand c = container_command(site, stack, wrapper_path(site, wrapper) + " \"$@\"", "job.flux");
         s += c.setup + launch + " " + c.command + "\n";
     } else {
         s += launch + " \"$RUNSCRIPTS/" + wrapper + "\" \"$@\"\n";
@@ -737,8 +816,10 @@ std::string squashfs_script(const Site& site, const Stack& stack, bool make) {
 std::string start_shell(const Site& site, const Stack& stack) {
     std::string s = header("start-shell", stack, conda_venv_in_container(site, stack)
                                                      ? "a bash shell (or bash arguments, e.g. -c CMD) in the\n# container with the conda environment and venv active."
+                                                 : traits(site.container.runtime).host_filesystem
+                                                     ? "a bash shell (or bash arguments, e.g. -c CMD) with the\n# stack's image mounted and its view loaded."
                                                      : "a bash shell (or bash arguments, e.g. -c CMD) in the\n# container with the module's binds.");
-    const ContainerCommand c = container_command(site, stack, "bash \"$@\"");
+    const ContainerCommand c = container_command(site, stack, "bash \"$@\"", "start-shell");
     s += std::string("if [[ ") + traits(site.container.runtime).inside_test + " ]]; then\n"
          "  exec bash \"$@\"\n"
          "fi\n"

@@ -56,6 +56,12 @@ struct RankStarterTraits {
     bool per_rank_binding;   // the launcher's per-rank CPU binding and the wrapper's device narrowing apply
 };
 
+// How a job script enters a container (RuntimeTraits::job_entry).
+enum class RuntimeEntry {
+    command,         // CMD [flags] IMAGE [--] PROGRAM, the command started by the launcher
+    launcher_flags,  // srun --container-image=IMAGE ... PROGRAM (a Slurm SPANK plugin)
+};
+
 struct RuntimeTraits {
     ContainerRuntime runtime;
     const char* command;  // the executable
@@ -71,6 +77,29 @@ struct RuntimeTraits {
     bool bind_options;         // accepts :ro / :rw after a bind
     const char* nvidia_flag;   // GPU flags per vendor (nullptr: none exists)
     const char* amd_flag;
+    // The members below default to what singularity, apptainer and charliecloud do.
+    // How a job script enters the image: the command above around the rank wrapper, or
+    // flags of srun itself (pyxis, uenv), which then also start the ranks inside.
+    RuntimeEntry job_entry = RuntimeEntry::command;
+    const char* image_launcher_flag = nullptr;   // launcher flags: "--container-image=" / "--uenv="
+    const char* mounts_launcher_flag = nullptr;  // launcher flags: the bind list in one flag
+    // The working directory is mounted at its own path and made the container's with this
+    // flag, as singularity does by itself: "-w " (command), "--container-workdir=" (srun).
+    const char* workdir_flag = nullptr;
+    const char* workdir_launcher_flag = nullptr;
+    const char* view_flag = nullptr;     // "--view=" + [container] view (uenv), before the image
+    // nullptr: the host environment passes in. Else the runtime starts from the image's
+    // environment and each variable is passed by name with this flag ("-e NAME").
+    const char* env_flag = nullptr;
+    bool env_prefix_glob = false;   // env_flag takes NAME* for every variable with that prefix
+    bool image_is_name = false;     // `image` names an image the runtime stores, not a file in image_dir
+    bool host_filesystem = false;   // the host's files are all visible: no binds, no /runscripts
+    bool bind_target_required = false;  // each bind must be written SRC:DST (podman's -v SRC alone is a volume)
+    bool bind_fstab = false;        // bind_flag takes an enroot fstab entry SRC:DST:none:OPTIONS
+    bool gpu_devices_shared = true; // the host's GPU device files are visible without a GPU flag
+    bool conda_images = true;       // images may carry conda (the container-venv layout)
+    const char* slurm_only = nullptr;   // why the runtime works only under Slurm (nullptr: any)
+    const char* nvidia_note = nullptr;  // a warning for NVIDIA nodes when no GPU flag exists
 };
 
 // What a Python layout implies for the rest of the plan.

@@ -128,7 +128,7 @@ void Checker::run(const std::string& expected_name) {
                     "master_port_base + master_port_span exceeds 65535");
     if (site.container.enabled) {
         require("container.runtime");
-        require("container.image_dir");
+        if (!traits(site.container.runtime).image_is_name) require("container.image_dir");
         absolute("container.image_dir", site.container.image_dir);
     }
     if (present("python")) {
@@ -205,8 +205,29 @@ void Checker::check_stack(size_t i) {
                             " not set (in [python] or the stack's python)",
                         "for an image without conda, use layout 'container-system' (the image's own python)");
     }
-    if (s.image.find('/') != std::string::npos)
+    const RuntimeTraits& rt = traits(site.container.runtime);
+    if (site.container.enabled && rt.image_is_name) {
+        // A name the runtime resolves in its own store, never a file.
+        static const std::regex kFileImage(R"(^[/.~]|\.(sif|sqsh|squashfs|simg)$)");
+        if (std::regex_search(s.image, kFileImage))
+            diags.error(site.where(p + ".image"),
+                        "'" + s.image + "' looks like an image file, but " + to_string(site.container.runtime) +
+                            " runs images by name",
+                        site.container.runtime == ContainerRuntime::uenv
+                            ? "give the uenv label, e.g. prgenv-gnu/24.11:v1 (uenv image pull)"
+                            : "give the image reference, e.g. docker.io/library/python:3.12 (podman-hpc migrate)");
+        if (!s.image_sha256.empty())
+            diags.error(site.where(p + ".image_sha256"),
+                        "'image_sha256' checks an image file, but " + to_string(site.container.runtime) +
+                            " images are names in its own store");
+        single_line(p + ".image", s.image);
+    } else if (s.image.find('/') != std::string::npos)
         diags.error(site.where(p + ".image"), "'image' is a file name in container.image_dir, not a path");
+    if (site.container.enabled && layout.in_container && layout.conda_venv && !rt.conda_images)
+        diags.error(site.where(layout_at),
+                    "python layout '" + to_string(s.python.layout) + "' activates conda in the image, but a " +
+                        to_string(site.container.runtime) + " image is a Spack software stack with views, not conda",
+                    "use layout 'container-system' (the view's python3)");
     static const std::regex kSha256("[0-9a-f]{64}");
     if (!s.image_sha256.empty() && !std::regex_match(s.image_sha256, kSha256))
         diags.error(site.where(p + ".image_sha256"),
@@ -243,11 +264,32 @@ void Checker::check_runtime() {
                         c.runtime == ContainerRuntime::charliecloud
                             ? "inject the host's GPU libraries into the image with ch-fromhost, and set gpu_flag = false"
                             : "set gpu_flag = false");
-        if (h.gpu_vendor == GpuVendor::nvidia && !vendor_flag && !c.gpu_flag)
-            diags.warning(site.where("container.runtime"),
-                          runtime + " runs the image as it is: CUDA works only if the host's NVIDIA libraries were "
-                                    "injected into it (ch-fromhost --nvidia)");
-        if (!rt.bind_options)
+        if (h.gpu_vendor == GpuVendor::nvidia && !vendor_flag && !c.gpu_flag && rt.nvidia_note)
+            diags.warning(site.where("container.runtime"), rt.nvidia_note);
+        // A runtime that gives the container its own /dev shows no GPU without its flag.
+        if (h.devices_per_node > 0 && !rt.gpu_devices_shared && !vendor_flag)
+            diags.error(site.where("hardware.gpu_vendor"),
+                        runtime + " gives the container its own /dev and has no GPU flag for gpu_vendor '" +
+                            to_string(h.gpu_vendor) + "': the devices would be invisible in the container");
+        if (rt.slurm_only && site.site.scheduler != Scheduler::slurm)
+            diags.error(site.where("container.runtime"),
+                        std::string(rt.slurm_only) + "; the site's scheduler is '" + to_string(site.site.scheduler) + "'",
+                        "use scheduler 'slurm', or a runtime that runs anywhere (apptainer, singularity, charliecloud)");
+        if (rt.host_filesystem && !c.binds.empty())
+            diags.error(site.where("container.binds"),
+                        runtime + " mounts only its image; the host's files are visible as they are, so there is "
+                                  "nothing to bind",
+                        "remove container.binds");
+        if (rt.view_flag && c.view.empty())
+            diags.error(site.where("container"), "missing required key 'view' in [container]: " + runtime +
+                                                     " puts the image's software on PATH only through a view",
+                        "e.g. view = \"default\"");
+        if (!rt.view_flag && present("container.view"))
+            diags.error(site.where("container.view"), runtime + " has no views ('view' is for uenv)");
+        if (rt.image_is_name && present("container.image_dir"))
+            diags.warning(site.where("container.image_dir"),
+                          runtime + " runs images by name from its own store: image_dir is not used");
+        if (!rt.bind_options && !rt.host_filesystem)
             for (size_t i = 0; i < c.binds.size(); ++i)
                 if (!c.binds[i].options.empty())
                     diags.error(site.where("container.binds." + std::to_string(i) + ".options"),
@@ -542,6 +584,7 @@ void Checker::check_text_placement() {
             diags.error(site.where(p + ".container"), "bind container path '" + bind.container + "' must be absolute");
     }
     no_separator("container.image_dir", site.container.image_dir, ",", "the bind list");
+    single_line("container.view", site.container.view);
     for (size_t i = 0; i < site.stacks.size(); ++i) {
         const auto& py = site.stacks[i].python;
         const std::string p = "stacks." + std::to_string(i);

@@ -195,9 +195,15 @@ const std::vector<Field<Container>>& fields_of() {
         {.key = "runtime", .member = &Container::runtime, .requirement = "required",
          .meaning = "Container runtime. singularity and apptainer read the module's SINGULARITY_* / APPTAINER_* "
                     "variables (binds, in-container environment); charliecloud (`ch-run`) gets its binds as `-b` "
-                    "flags from the module's CONTAINER_BINDS and runs the image directory or SquashFS in SIF."},
-        {.key = "image_dir", .member = &Container::image_dir, .absolute_path = true, .requirement = "required",
-         .meaning = "Where the site keeps its images."},
+                    "flags from the module's CONTAINER_BINDS and runs the image directory or SquashFS in SIF. "
+                    "podman-hpc (NERSC; Slurm only) runs a named image (`podman-hpc migrate`d) with `-v` binds, host "
+                    "networking and the scheduler's and module's variables passed by name (`-e`); pyxis (Slurm's "
+                    "enroot plugin) enters the SquashFS image by `srun --container-image/--container-mounts` flags; "
+                    "uenv (CSCS Alps; Slurm only) mounts a named uenv at /user-environment with `srun --uenv --view`, "
+                    "the host's files visible as they are (no binds)."},
+        {.key = "image_dir", .member = &Container::image_dir, .absolute_path = true,
+         .requirement = "required unless the runtime runs named images",
+         .meaning = "Where the site keeps its images (unused by podman-hpc and uenv, whose images are names)."},
         {.key = "binds", .member = &Container::binds,
          .meaning = "Bind mounts, each `{ host = \"/opt/cray\", container = \"/opt/cray\", options = \"ro\" }`; "
                     "`container` defaults to `host`.",
@@ -206,6 +212,9 @@ const std::vector<Field<Container>>& fields_of() {
          .meaning = "Run the image with the runtime's GPU flag for `hardware.gpu_vendor` (`--nv` on NVIDIA, `--rocm` on "
                     "AMD), which binds the host's driver libraries in. Required on NVIDIA (CUDA is invisible without it); "
                     "AMD images that carry ROCm (LUMI's) need none."},
+        {.key = "view", .member = &Container::view, .requirement = "required for uenv",
+         .meaning = "uenv only: the view(s) that put the uenv's software on PATH (`--view=`), e.g. `default` or "
+                    "`prgenv-gnu:default`; comma-separated for several."},
     };
     return rows;
 }
@@ -266,7 +275,8 @@ const std::vector<Field<Stack>>& fields_of() {
         {.key = "default", .member = &Stack::is_default, .requirement = "default false",
          .meaning = "Make this version the default (`.modulerc.lua`)."},
         {.key = "image", .member = &Stack::image, .requirement = "required on container sites",
-         .meaning = "Image file name in `container.image_dir`."},
+         .meaning = "Image file name in `container.image_dir`; for podman-hpc an image reference "
+                    "(`docker.io/library/python:3.12`), for uenv a uenv label (`prgenv-gnu/24.11:v1`)."},
         {.key = "image_sha256", .member = &Stack::image_sha256,
          .meaning = "SHA-256 of the image (64 lowercase hex digits): the easyconfig's `checksums`, which "
                     "`eb --check-contrib` requires and a full install verifies; unset, the easyconfig has none."},

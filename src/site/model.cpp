@@ -24,7 +24,10 @@ constexpr EnumName<CollectiveLib> kCollectiveLibs[] = {{CollectiveLib::nccl, "nc
                                                        {CollectiveLib::gloo, "gloo"}};
 constexpr EnumName<ContainerRuntime> kContainerRuntimes[] = {{ContainerRuntime::singularity, "singularity"},
                                                              {ContainerRuntime::apptainer, "apptainer"},
-                                                             {ContainerRuntime::charliecloud, "charliecloud"}};
+                                                             {ContainerRuntime::charliecloud, "charliecloud"},
+                                                             {ContainerRuntime::podman_hpc, "podman-hpc"},
+                                                             {ContainerRuntime::pyxis, "pyxis"},
+                                                             {ContainerRuntime::uenv, "uenv"}};
 constexpr EnumName<PythonLayout> kPythonLayouts[] = {{PythonLayout::container_venv, "container-venv"},
                                                      {PythonLayout::conda_env, "conda-env"},
                                                      {PythonLayout::userbase_venv, "userbase-venv"},

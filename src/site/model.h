@@ -16,7 +16,7 @@ enum class Scheduler { slurm, pbs, flux };
 enum class Launcher { srun, mpiexec, flux };
 enum class GpuVendor { none, amd, nvidia, intel };
 enum class CollectiveLib { nccl, rccl, oneccl, gloo };
-enum class ContainerRuntime { singularity, apptainer, charliecloud };
+enum class ContainerRuntime { singularity, apptainer, charliecloud, podman_hpc, pyxis, uenv };
 enum class PythonLayout { container_venv, conda_env, userbase_venv, frameworks_module, system, container_system };
 enum class BindingStyle { none, mask, list, numa };
 // Which devices a rank sees: one (narrow), all of its node's (all), or one shared with
@@ -143,6 +143,7 @@ struct Container {
     std::string image_dir;   // where site images live (e.g. /appl/local/containers/sif-images)
     std::vector<Bind> binds;
     bool gpu_flag = false;   // run with the runtime's GPU flag for the vendor (--nv, --rocm)
+    std::string view;        // uenv: the view(s) to load (--view=), e.g. "default"
 };
 
 struct Python {

@@ -32,10 +32,12 @@ cp "$fakebin/python" "$fakebin/python3"
 ln -s "$root/tests/tools/flux" "$fakebin/flux"
 chmod +x "$fakebin/python" "$fakebin/python3"
 
-# expected_refusal RUNTIME LAYOUT VENDOR GPU_FLAG STARTER VISIBILITY: why this combination
-# cannot work (the rules as the issue states them, written independently of sitegen), or nothing.
+# expected_refusal RUNTIME SCHEDULER LAYOUT VENDOR GPU_FLAG STARTER VISIBILITY: why this combination cannot work
+# (the rules as the issue and the runtimes' documentation state them, written independently
+# of sitegen), or nothing. GPU flags: singularity/apptainer --nv and --rocm, podman-hpc --gpu
+# (NVIDIA only); charliecloud, pyxis (enroot) and uenv have none.
 expected_refusal() {
-  local runtime=$1 layout=$2 vendor=$3 gpu_flag=$4 starter=$5 visibility=$6 in_container=0
+  local runtime=$1 scheduler=$2 layout=$3 vendor=$4 gpu_flag=$5 starter=$6 visibility=$7 in_container=0 flag=""
   # A policy that gives ranks devices needs devices (and their variable, which only GPUs have).
   if [[ $vendor == none && $visibility != all ]]; then echo "visibility $visibility without devices"; return; fi
   [[ $layout == container-* ]] && in_container=1
@@ -47,11 +49,29 @@ expected_refusal() {
   if [[ $runtime == none && $in_container == 1 ]]; then echo "container layout without a container"; return; fi
   if [[ $runtime != none && $in_container == 0 ]]; then echo "host layout on a container site"; return; fi
   if [[ $runtime == none ]]; then return; fi
-  if [[ $gpu_flag == true && ($runtime == charliecloud || $vendor == none || $vendor == intel) ]]; then
-    echo "no GPU flag for this runtime and vendor"
+  case $runtime/$vendor in
+    singularity/nvidia | apptainer/nvidia) flag=--nv ;;
+    singularity/amd | apptainer/amd) flag=--rocm ;;
+    podman-hpc/nvidia) flag=--gpu ;;
+  esac
+  if [[ $scheduler != slurm && ($runtime == podman-hpc || $runtime == pyxis || $runtime == uenv) ]]; then
+    echo "$runtime works only under Slurm"
     return
   fi
-  if [[ $vendor == nvidia && $runtime != charliecloud && $gpu_flag == false ]]; then echo "CUDA without --nv"; fi
+  if [[ $runtime == uenv && $layout == container-venv ]]; then echo "a uenv has no conda"; return; fi
+  if [[ $gpu_flag == true && -z $flag ]]; then echo "no GPU flag for this runtime and vendor"; return; fi
+  if [[ $vendor == nvidia && -n $flag && $gpu_flag == false ]]; then echo "CUDA without $flag"; return; fi
+  if [[ $runtime == podman-hpc && ($vendor == amd || $vendor == intel) ]]; then echo "podman-hpc hides the devices"; fi
+}
+
+# The image a stack of RUNTIME names: a file in image_dir, or a name in the runtime's store.
+image_of() {
+  case $1 in
+    podman-hpc) echo "registry.example.org/torch:2.4.0" ;;
+    uenv) echo "torch/2.4.0:v1" ;;
+    pyxis) echo "torch.sqsh" ;;
+    *) echo "torch.sif" ;;
+  esac
 }
 
 # write_site DIR NAME RUNTIME SCHEDULER LAYOUT VENDOR VISIBILITY GPU_FLAG STARTER
@@ -81,7 +101,10 @@ write_site() {
     printf '[collectives]\nlibrary = "%s"\nvisibility = "%s"\n' "$lib" "$visibility"
     [[ $visibility == shared ]] && printf 'ranks_per_device = 2\n'
     [[ -n $var ]] && printf 'visibility_var = "%s"\n' "$var"
-    if [[ $runtime != none ]]; then
+    if [[ $runtime == uenv ]]; then
+      # A uenv binds nothing (the host's files are visible) and needs a view.
+      printf '\n[container]\nruntime = "%s"\ngpu_flag = %s\nview = "default"\n' "$runtime" "$gpu_flag"
+    elif [[ $runtime != none ]]; then
       printf '\n[container]\nruntime = "%s"\nimage_dir = "/images"\ngpu_flag = %s\nbinds = [{ host = "/scratch" }]\n' \
         "$runtime" "$gpu_flag"
     fi
@@ -91,7 +114,7 @@ write_site() {
     fi
     printf '\n[[stacks]]\nname = "torch"\nversion = "2.4.0"\ndescription = "combination stack"\n'
     printf 'homepage = "https://pytorch.org/"\nvenv_extension = true\n'
-    [[ $runtime != none ]] && printf 'image = "torch.sif"\n'
+    [[ $runtime != none ]] && printf 'image = "%s"\n' "$(image_of "$runtime")"
     printf '\n[stacks.components]\ntorch = "2.4.0"\n'
   } >"$dir/$name/site.toml"
   echo "$var"
@@ -125,7 +148,8 @@ while read -r line; do
   name=combo$n
   var=$(write_site "$sites" "$name" "${c[runtime]}" "${c[scheduler]}" "${c[layout]}" "${c[vendor]}" \
     "${c[visibility]}" "${c[gpu_flag]}" "${c[starter]}")
-  want=$(expected_refusal "${c[runtime]}" "${c[layout]}" "${c[vendor]}" "${c[gpu_flag]}" "${c[starter]}" "${c[visibility]}")
+  want=$(expected_refusal "${c[runtime]}" "${c[scheduler]}" "${c[layout]}" "${c[vendor]}" "${c[gpu_flag]}" "${c[starter]}" \
+    "${c[visibility]}")
   code=0
   "$sitegen" --sites-dir "$sites" check "$name" >"$SCRATCH/$name.check" 2>&1 || code=$?
   if [[ -n $want ]]; then
@@ -151,7 +175,7 @@ while read -r line; do
   module=torch/2.4.0
   stack=$prefix/software/torch/2.4.0
   # The image, installed as the easyconfig would copy it (the module refuses to load without).
-  [[ ${c[runtime]} == none ]] || : >"$stack/torch.sif"
+  [[ ${c[runtime]} == none || ${c[runtime]} == podman-hpc || ${c[runtime]} == uenv ]] || : >"$stack/$(image_of "${c[runtime]}")"
   if report=$(lmod_load_unload_roundtrip "$prefix/modulefiles" "$module" 2>&1); then
     pass
   else
@@ -195,14 +219,14 @@ ARGS=x.py"
 done < <(
   # Every pair of values that some valid site has is tried in an accepted site, and every
   # pair that some invalid site has in a refused one.
-  dims=("runtime=none,singularity,apptainer,charliecloud" "scheduler=slurm,pbs,flux"
+  dims=("runtime=none,singularity,apptainer,charliecloud,podman-hpc,pyxis,uenv" "scheduler=slurm,pbs,flux"
     "layout=container-venv,container-system,conda-env,userbase-venv,frameworks-module,system"
     "vendor=none,amd,nvidia,intel" "visibility=narrow,all,shared" "gpu_flag=false,true" "starter=launcher,torchrun")
   : >"$SCRATCH/valid"
   : >"$SCRATCH/invalid"
   while read -r runtime scheduler layout vendor visibility gpu_flag starter; do
     kind=invalid
-    [[ -n $(expected_refusal "$runtime" "$layout" "$vendor" "$gpu_flag" "$starter" "$visibility") ]] || kind=valid
+    [[ -n $(expected_refusal "$runtime" "$scheduler" "$layout" "$vendor" "$gpu_flag" "$starter" "$visibility") ]] || kind=valid
     echo "$runtime $scheduler $layout $vendor $visibility $gpu_flag $starter" >>"$SCRATCH/$kind"
   done < <(python3 -c 'import itertools, sys
 for combo in itertools.product(*[a.partition("=")[2].split(",") for a in sys.argv[1:]]):

@@ -11,7 +11,7 @@ the file name is name-version[versionsuffix].eb under <letter>/<name>/; only kno
 %(templates)s. Then postinstallcmds run as EasyBuild runs them (templates resolved as
 easyconfig.resolve_template does, each command in a shell, under bash and again under
 /bin/sh) in a scratch install dir with recording fakes for the tools that need the real
-site (singularity, apptainer, python, conda): the files they write must equal sitegen's own
+site (singularity, apptainer, ch-run, podman-hpc, enroot, uenv, python, conda): the files they write must equal sitegen's own
 runscripts/bin files byte for byte with the same executable bits, sanity_check_paths must
 exist and sanity_check_commands must pass.
 
@@ -90,7 +90,8 @@ def write_fakes(fake_dir):
                 'printf "\\n"; } >> "$SITEGEN_RECORD"\n')
     conda = recorder + ('while [ $# -gt 0 ]; do if [ "$1" = --prefix ]; then '
                         'mkdir -p "$2/bin" && cp "$0.python" "$2/bin/python"; fi; shift; done\n')
-    for tool, body in (("singularity", recorder), ("apptainer", recorder), ("ch-run", recorder), ("python", recorder),
+    for tool, body in (("singularity", recorder), ("apptainer", recorder), ("ch-run", recorder), ("podman-hpc", recorder),
+                       ("enroot", recorder), ("uenv", recorder), ("python", recorder),
                        ("conda", conda), ("conda.python", recorder)):
         path = os.path.join(fake_dir, tool)
         with open(path, "w") as f:
@@ -144,7 +145,7 @@ def compare_with_sitegen(path, inst, stack_dir, report):
     written = tree_files(inst, skip_prefix="conda-env")
     written = [w for w in written if not w.startswith("user-software")]
     expected = tree_files(stack_dir)
-    expected = [e for e in expected if not e.endswith(".sif")]  # a test may place the image
+    expected = [e for e in expected if not e.endswith((".sif", ".sqsh"))]  # a test may place the image
     report(written == expected, f"{path}: postinstallcmds wrote {written}, sitegen emits {expected}")
     for rel in expected:
         a, b = os.path.join(inst, rel), os.path.join(stack_dir, rel)
@@ -168,7 +169,9 @@ def check_sanity(path, env, inst, tmpl, report):
         # for container stacks) needs the site's Python and image: checked for its form here,
         # run by tests/wip/easybuild_real.sh with stand-ins.
         if "import torch" in cmd:
-            report(re.fullmatch(r'(?:(?:singularity|apptainer) exec "\$SIF" |ch-run "\$SIF" -- )?'
+            report(re.fullmatch(r'(?:(?:singularity|apptainer) exec "\$SIF" |ch-run "\$SIF" -- '
+                                r'|podman-hpc run --rm --network host --ipc host "\$SIF" |enroot start "\$SIF" '
+                                r'|uenv run --view=[\w.:,-]+ "\$SIF" -- )?'
                                 r'(?:python\d+\.\d+|/\S+) -c "import torch; v = torch\.__version__\.split\(\'\+\'\)\[0\]; '
                                 r"assert v == '[^'+]+', v\"", cmd) is not None,
                    f"{path}: unexpected payload check {cmd!r}")
