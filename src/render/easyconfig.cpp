@@ -1,7 +1,8 @@
 // render: an EasyBuild easyconfig per stack, in EasyBuild's own naming and repository layout.
 // The planned files are written by postinstallcmds byte for byte (quoted heredocs,
-// %-escaped for EasyBuild's templating); dependencies, modextravars and modluafooter make
-// the module EasyBuild generates set what sitegen's own modulefile sets.
+// %-escaped for EasyBuild's templating); dependencies, modextrapaths, modextravars and the
+// Lua and Tcl footers make the module EasyBuild generates (either syntax) set what sitegen's
+// own modulefile sets, and usage carries its help.
 //
 // Easyblocks: container stacks use MakeCp like LUMI's own recipes (copy the image, write
 // the scripts, create the venv in the image). Everything else uses Bundle with no
@@ -403,7 +404,8 @@ void write_module(PythonWriter& w, const ModuleForEasyBuild& module) {
 }
 
 // EasyBuild's module help is Description, Usage, Examples, Citing, then More information
-// (homepage, docurls) (easybuild-framework tools/module_generator.py, _generate_help_text):
+// (homepage, docurls) (_generate_help_text in https://github.com/easybuilders/easybuild-framework/
+// blob/easybuild-framework-v5.2.1/easybuild/tools/module_generator.py):
 // `usage` carries sitegen's help after its first paragraph (the description), so every
 // line of sitegen's help is in EasyBuild's.
 std::string usage_text(const ModulePlan& module) {

@@ -139,7 +139,7 @@ def check_sanity(path, env, inst, tmpl, report):
     for cmd in env.get("sanity_check_commands", []):
         # The payload check (torch at the listed version from the stack's python, in the image
         # for container stacks) needs the site's Python and image: checked for its form here,
-        # run by tests/wip/easybuild_real.sh with stand-ins.
+        # run by tests/suites/easybuild_real.sh with stand-ins.
         if "import torch" in cmd:
             report(re.fullmatch(r'(?:(?:singularity|apptainer) exec "\$SIF" |ch-run "\$SIF" -- )?'
                                 r'(?:python\d+\.\d+|/\S+) -c "import torch; v = torch\.__version__\.split\(\'\+\'\)\[0\]; '
