@@ -19,7 +19,6 @@ setenv("CONDA_PREFIX", conda_env)
 setenv("CONDA_DEFAULT_ENV", conda_env)
 prepend_path("PATH", pathJoin(conda_env, "bin"))
 setenv("RUNSCRIPTS", pathJoin(root, "runscripts"))
-prepend_path("PATH", pathJoin(root, "bin"))
 -- Collective, network and stack environment (one source: the site file).
 setenv("NCCL_NET_GDR_LEVEL", "3")
 setenv("NCCL_SOCKET_IFNAME", "hsn0,hsn1,hsn2,hsn3")
