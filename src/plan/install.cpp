@@ -4,6 +4,7 @@
 // (see render/easyconfig.cpp).
 #include "plan/install.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "plan/paths.h"
@@ -115,9 +116,11 @@ std::vector<ShellCommand> layout_steps(const Site& site, const Stack& stack) {
         case PythonLayout::container_system:
             return {};  // the image's own python and packages
         case PythonLayout::userbase_venv:
-            // The site's python module (a dependency) installs under PYTHONUSERBASE.
+            // The site's python module (a dependency) installs under PYTHONUSERBASE, run as
+            // pythonX.Y: a bare `python` may be another interpreter (EasyBuild's own).
             return pip_commands(site, stack,
-                                {bash_text("PYTHONUSERBASE="), install_path("python/" + py.version), bash_text(" python")},
+                                {bash_text("PYTHONUSERBASE="), install_path("python/" + py.version),
+                                 bash_text(" " + bash_word("python" + python_major_minor(py.version)))},
                                 " --user");
         case PythonLayout::conda_env: {
             if (!py.conda_env.empty()) return {};  // the site's own environment
@@ -169,7 +172,10 @@ InstallPlan plan_install(const Site& site, const Stack& stack, const std::vector
         plan.method = InstallMethod::copy_image;
         plan.image = stack.image;
     }
-    plan.steps.push_back(shell({bash_text("mkdir -p "), install_path("bin"), bash_text(" "), install_path("runscripts")}));
+    // bin/ only when the stack installs commands there (the module puts it on PATH then).
+    const bool has_bin = std::any_of(files.begin(), files.end(), [](const PlannedFile& f) { return f.rel.starts_with("bin/"); });
+    plan.steps.push_back(has_bin ? shell({bash_text("mkdir -p "), install_path("bin"), bash_text(" "), install_path("runscripts")})
+                                 : shell({bash_text("mkdir -p "), install_path("runscripts")}));
     for (auto& step : layout_steps(site, stack)) plan.steps.push_back(std::move(step));
     // The image is not checked: users may delete the installed copy (the module then uses
     // the site's), as LUMI's recipes note.

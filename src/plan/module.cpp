@@ -1,7 +1,7 @@
 // plan: a stack's module as operations. The order here is the order every renderer writes:
 // the container's variables (SIF, SIF<NAME>, CONTAINERROOT, RUNSCRIPTS<NAME>, the bind list,
-// the in-container variables sorted by name), the Python layout's, RUNSCRIPTS, PATH, then
-// the site's env sorted by name (which is also the order of "Variables this module sets").
+// the in-container variables sorted by name), PATH for bin/, the Python layout's, RUNSCRIPTS,
+// then the site's env sorted by name (which is also the order of "Variables this module sets").
 // EBROOT<NAME>/EBVERSION<NAME> are deliberately absent: they mean "installed by EasyBuild",
 // which EasyBuild's own module of the easyconfig says for itself; CONTAINERROOT is the root.
 #include "plan/module.h"
@@ -196,12 +196,14 @@ void network_plugin_ops(ModuleBuilder& m, const Site& site, const Stack& stack) 
     m.prepend_path("LD_LIBRARY_PATH", text_value(c.network_plugin_path));
 }
 
-// The variables the module computes before the site's env (the core).
-void core_ops(ModuleBuilder& m, const Site& site, const Stack& stack) {
+// The variables the module computes before the site's env (the core). bin/ goes on PATH
+// only when the stack installs commands there, and before the layout's own bin: EasyBuild
+// writes its default bin/ first, then modextrapaths, so both modules give the same PATH.
+void core_ops(ModuleBuilder& m, const Site& site, const Stack& stack, bool has_bin) {
     if (site.container.enabled) container_ops(m, site, stack);
+    if (has_bin) m.prepend_path("PATH", under_root({"bin"}));
     python_ops(m, stack);
     m.setenv("RUNSCRIPTS", under_root({"runscripts"}));
-    m.prepend_path("PATH", under_root({"bin"}));
     network_plugin_ops(m, site, stack);
 }
 
@@ -327,7 +329,7 @@ bool module_owns_variable(const Site& site, const Stack& stack, const std::strin
     if (never_setenv(name)) return true;
     ModulePlan scratch;
     ModuleBuilder m(scratch);
-    core_ops(m, site, stack);
+    core_ops(m, site, stack, true);
     return std::find(scratch.variables.begin(), scratch.variables.end(), name) != scratch.variables.end();
 }
 
@@ -343,7 +345,7 @@ ModulePlan plan_module(const Site& site, const Stack& stack, const PlanOptions& 
     plan.depends_on = site.site.base_modules;
     plan.depends_on.insert(plan.depends_on.end(), stack.base_modules.begin(), stack.base_modules.end());
     ModuleBuilder m(plan);
-    core_ops(m, site, stack);
+    core_ops(m, site, stack, commands_by_dir(files).count("bin") > 0);
     const EnvList env = module_env(site, stack);
     refuse_module_owned(env, plan.variables);
     if (!env.empty()) m.comment("Collective, network and stack environment (one source: the site file).", ModuleSection::site_env);

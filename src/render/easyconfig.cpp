@@ -1,7 +1,8 @@
 // render: an EasyBuild easyconfig per stack, in EasyBuild's own naming and repository layout.
 // The planned files are written by postinstallcmds byte for byte (quoted heredocs,
-// %-escaped for EasyBuild's templating); dependencies, modextravars and modluafooter make
-// the module EasyBuild generates set what sitegen's own modulefile sets.
+// %-escaped for EasyBuild's templating); dependencies, modextrapaths, modextravars and the
+// Lua and Tcl footers make the module EasyBuild generates (either syntax) set what sitegen's
+// own modulefile sets, and usage carries its help.
 //
 // Easyblocks: container stacks use MakeCp like LUMI's own recipes (copy the image, write
 // the scripts, create the venv in the image). Everything else uses Bundle with no
@@ -14,11 +15,15 @@
 // EasyBuild-built conda (EBROOTMINIFORGE3...), while Frontier's miniforge3 is the site's.
 #include "render/easyconfig.h"
 
+#include <algorithm>
 #include <cctype>
+#include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
 #include "render/lua_statements.h"
+#include "render/tcl_statements.h"
 #include "text/python_writer.h"
 #include "text/quote.h"
 #include "out/sha256.h"
@@ -105,62 +110,241 @@ std::vector<std::string> write_script_commands(const Script& s) {
     return cmds;
 }
 
-// Values EasyBuild's Lua module generator writes back unchanged in setenv(): it quotes
-// with quote_str, which escapes nothing (a backslash would become a Lua escape, ' and "
-// together give invalid Lua) and turns $VAR into os.getenv() by default. Other values
-// stay in modluafooter, where sitegen's own Lua quoting writes them.
+// Text EasyBuild writes back unchanged in both module syntaxes: its set_environment quotes
+// with quote_str, which escapes nothing (a backslash becomes a Lua escape, ' and " together
+// give invalid Lua, [ ] $ \ substitute inside Tcl's "...") and turns $VAR into os.getenv()
+// or $::env() by default. Other values stay in the footers, where sitegen's own writers
+// quote them.
 bool survives_easybuild_setenv(const std::string& value) {
     for (unsigned char c : value)
-        if (c < 0x20 || c > 0x7e || c == '\\' || c == '$' || c == '\'' || c == '"') return false;
+        if (c < 0x20 || c > 0x7e || c == '\\' || c == '$' || c == '\'' || c == '"' || c == '[' || c == ']') return false;
     return true;
 }
 
-// sitegen's module, split into what EasyBuild writes itself (modextravars) and the Lua
-// footer it appends verbatim: the site's env goes to modextravars where EasyBuild writes
-// the value back unchanged, everything else is rendered by the same Lua statements as
-// sitegen's modulefile (depends_on excepted: those are `dependencies`).
-struct ModuleForEasyBuild {
-    EnvList extravars;
-    std::string footer;
-};
-
-ModuleForEasyBuild module_for_easybuild(const ModulePlan& module) {
-    ModuleForEasyBuild out;
-    std::set<std::string> core_names;
-    LuaStatements core, kept;
-    const ModuleOp* env_comment = nullptr;
-    for (const auto& op : module.ops) {
-        if (op.section == ModuleSection::core) {
-            core.op(op);
-            if (!op.name.empty()) core_names.insert(op.name);
-        }
-    }
-    for (const auto& op : module.ops) {
-        if (op.section != ModuleSection::site_env) continue;
-        if (op.kind == ModuleOp::Kind::comment) {
-            env_comment = &op;
-            continue;
-        }
-        const std::string value = op.value.size() == 1 ? op.value.front().text : "";
-        const bool plain = op.kind == ModuleOp::Kind::setenv && op.value.size() == 1 &&
-                           op.value.front().kind == ValuePiece::Kind::text;
-        // Set earlier by the core too: keep its place in the order.
-        if (plain && survives_easybuild_setenv(value) && !core_names.count(op.name))
-            out.extravars.emplace_back(op.name, value);
-        else
-            kept.op(op);
-    }
-    const std::string deps = lua_dependency_lines(module, false);
-    out.footer = (deps.empty() ? "" : deps + "\n") + core.text();
-    if (!kept.text().empty()) {
-        LuaStatements marker;
-        if (env_comment) marker.op(*env_comment);
-        out.footer += marker.text() + kept.text();
-    }
-    return out;
+// A path EasyBuild can carry in modextrapaths: it globs each entry (so no * ? [) and writes
+// it unquoted in Tcl (so no space or substitution), and ':' would make two entries.
+bool survives_easybuild_path(const std::string& path) {
+    if (path.empty()) return false;
+    for (unsigned char c : path)
+        if (!std::isalnum(c) && c != '/' && c != '.' && c != '_' && c != '-' && c != '+' && c != ',' && c != '=' && c != '@')
+            return false;
+    return path.find("..") == std::string::npos && path.find("//") == std::string::npos && path.back() != '/';
 }
 
-void write_identity(PythonWriter& w, const Stack& stack, const char* easyblock, const std::string& image) {
+// sitegen's module split the way EasyBuild's module generator can write it: modextrapaths
+// (prepend_path of a path under the install dir, or of an absolute path), modextravars
+// (setenv of text and install-dir paths: %(installdir)s), and what needs code when the module
+// is loaded (the image lookup, the conditional binds and the locals they use) as one footer
+// per module syntax, rendered from the same operations by the Lua and the Tcl writer.
+// A variable goes entirely to one place, so the order of its operations is kept.
+// EasyBuild writes default paths and modextrapaths first (variables by name, the defaults
+// such as bin/ first within one), then modextravars, then the footer; for PATH that is
+// sitegen's order too (plan/module.cpp puts bin/ first).
+struct ModuleForEasyBuild {
+    std::vector<std::pair<std::string, std::string>> extravars;           // name, Python literal
+    std::vector<std::pair<std::string, std::vector<std::string>>> extrapaths;  // name, paths in order
+    std::string lua_footer, tcl_footer;
+};
+
+class ModuleSplit {
+public:
+    explicit ModuleSplit(const ModulePlan& module) : module_(module) {
+        for (const auto& op : module.ops) {
+            switch (op.kind) {
+                case ModuleOp::Kind::set_local:
+                    if (!locals_.emplace(op.name, op.value).second) dynamic_.insert(op.name);
+                    break;
+                case ModuleOp::Kind::find_image:
+                case ModuleOp::Kind::append_first:
+                    dynamic_.insert(op.name);
+                    break;
+                case ModuleOp::Kind::comment:
+                case ModuleOp::Kind::setenv:
+                case ModuleOp::Kind::prepend_path:
+                case ModuleOp::Kind::add_property:  // footer statements (from site hooks)
+                case ModuleOp::Kind::message:
+                    break;
+            }
+        }
+    }
+
+    ModuleForEasyBuild split() {
+        // Which variables EasyBuild can carry: one setenv it can write, or only prepends it can.
+        std::map<std::string, std::vector<const ModuleOp*>> by_variable;
+        for (const auto& op : module_.ops)
+            if (op.kind == ModuleOp::Kind::setenv || op.kind == ModuleOp::Kind::prepend_path) by_variable[op.name].push_back(&op);
+        std::map<std::string, bool> carried;
+        for (const auto& [name, ops] : by_variable) {
+            bool ok = ops.front()->kind == ModuleOp::Kind::prepend_path || ops.size() == 1;
+            for (const ModuleOp* op : ops)
+                ok = ok && op->kind == ops.front()->kind &&
+                     (op->kind == ModuleOp::Kind::setenv ? extravar(*op).has_value() : extrapath(*op).has_value());
+            carried[name] = ok;
+        }
+        ModuleForEasyBuild out;
+        std::vector<const ModuleOp*> footer;
+        for (const auto& op : module_.ops) {
+            const bool variable = op.kind == ModuleOp::Kind::setenv || op.kind == ModuleOp::Kind::prepend_path;
+            if (variable && carried.at(op.name)) {
+                if (op.kind == ModuleOp::Kind::setenv) {
+                    out.extravars.emplace_back(op.name, *extravar(op));
+                } else {
+                    auto it = std::find_if(out.extrapaths.begin(), out.extrapaths.end(),
+                                           [&](const auto& p) { return p.first == op.name; });
+                    if (it == out.extrapaths.end()) it = out.extrapaths.insert(it, {op.name, {}});
+                    it->second.push_back(*extrapath(op));
+                }
+                continue;
+            }
+            footer.push_back(&op);
+        }
+        // Locals are set in the footer only where a footer operation reads them; comments
+        // go with the operation they precede.
+        std::set<std::string> read;
+        for (const ModuleOp* op : footer) note_reads(*op, read);
+        std::vector<const ModuleOp*> kept;
+        for (size_t i = 0; i < footer.size(); ++i) {
+            const ModuleOp& op = *footer[i];
+            if (op.kind == ModuleOp::Kind::set_local && !read.count(op.name)) continue;
+            kept.push_back(&op);
+        }
+        LuaStatements lua;
+        TclStatements tcl;
+        for (size_t i = 0; i < kept.size(); ++i) {
+            if (kept[i]->kind == ModuleOp::Kind::comment) {
+                // only when the next kept operation is the one it came before
+                const ModuleOp* next = i + 1 < kept.size() ? kept[i + 1] : nullptr;
+                if (!next || next != kept[i] + 1) continue;
+            }
+            lua.op(*kept[i]);
+            tcl.op(*kept[i]);
+        }
+        const std::string lua_deps = lua_dependency_lines(module_, false), tcl_deps = tcl_dependency_lines(module_, false);
+        if (!lua.text().empty() || !lua_deps.empty()) {
+            out.lua_footer = (lua_deps.empty() ? "" : lua_deps + "\n") + lua.text();
+            out.tcl_footer = (tcl_deps.empty() ? "" : tcl_deps + "\n") + tcl.text();
+        }
+        return out;
+    }
+
+private:
+    // The value with every local that is set once to a plain value put in its place; none
+    // when it reads a local computed at load time.
+    std::optional<ModuleValue> inlined(const ModuleValue& value) const {
+        ModuleValue out;
+        for (const auto& piece : value) {
+            if (piece.kind != ValuePiece::Kind::local && piece.kind != ValuePiece::Kind::under_local) {
+                out.push_back(piece);
+                continue;
+            }
+            auto it = locals_.find(piece.text);
+            if (it == locals_.end() || dynamic_.count(piece.text)) return std::nullopt;
+            auto base = inlined(it->second);
+            if (!base) return std::nullopt;
+            if (piece.kind == ValuePiece::Kind::under_local) {
+                if (base->size() == 1 && (base->front().kind == ValuePiece::Kind::root ||
+                                          base->front().kind == ValuePiece::Kind::under_root)) {
+                    ValuePiece p{ValuePiece::Kind::under_root, "", base->front().parts};
+                    p.parts.insert(p.parts.end(), piece.parts.begin(), piece.parts.end());
+                    base = ModuleValue{p};
+                } else {
+                    std::string tail;
+                    for (const auto& part : piece.parts) tail += "/" + part;
+                    base->push_back({ValuePiece::Kind::text, tail, {}});
+                }
+            }
+            out.insert(out.end(), base->begin(), base->end());
+        }
+        // Adjacent texts as one piece ("/opt/env" "/bin" is the path "/opt/env/bin").
+        ModuleValue merged;
+        for (auto& piece : out) {
+            if (piece.kind == ValuePiece::Kind::text && !merged.empty() && merged.back().kind == ValuePiece::Kind::text)
+                merged.back().text += piece.text;
+            else
+                merged.push_back(std::move(piece));
+        }
+        return merged;
+    }
+
+    // setenv as a modextravars value (a Python literal), if EasyBuild can write it.
+    std::optional<std::string> extravar(const ModuleOp& op) const {
+        auto value = inlined(op.value);
+        if (!value) return std::nullopt;
+        std::string templated;
+        for (const auto& piece : *value) {
+            switch (piece.kind) {
+                case ValuePiece::Kind::text:
+                    if (!survives_easybuild_setenv(piece.text)) return std::nullopt;
+                    templated += easybuild_escape(piece.text);
+                    break;
+                case ValuePiece::Kind::root:
+                    templated += kInstallDir;
+                    break;
+                case ValuePiece::Kind::under_root: {
+                    templated += kInstallDir;
+                    for (const auto& part : piece.parts) {
+                        if (!survives_easybuild_setenv(part)) return std::nullopt;
+                        templated += "/" + easybuild_escape(part);
+                    }
+                    break;
+                }
+                case ValuePiece::Kind::local:
+                case ValuePiece::Kind::under_local:
+                    return std::nullopt;
+            }
+        }
+        return python_string(templated);
+    }
+
+    // prepend_path as a modextrapaths entry: relative to the install dir, or absolute.
+    std::optional<std::string> extrapath(const ModuleOp& op) const {
+        auto value = inlined(op.value);
+        if (!value || value->size() != 1) return std::nullopt;
+        const ValuePiece& piece = value->front();
+        std::string path;
+        switch (piece.kind) {
+            case ValuePiece::Kind::under_root:
+                for (const auto& part : piece.parts) path += (path.empty() ? "" : "/") + part;
+                if (!survives_easybuild_path(path) || path.front() == '/') return std::nullopt;
+                return path;
+            case ValuePiece::Kind::text:
+                if (!survives_easybuild_path(piece.text) || piece.text.front() != '/') return std::nullopt;
+                return piece.text;
+            case ValuePiece::Kind::root:
+            case ValuePiece::Kind::local:
+            case ValuePiece::Kind::under_local:
+                return std::nullopt;
+        }
+        return std::nullopt;
+    }
+
+    static void note_value(const ModuleValue& value, std::set<std::string>& read) {
+        for (const auto& piece : value)
+            if (piece.kind == ValuePiece::Kind::local || piece.kind == ValuePiece::Kind::under_local) read.insert(piece.text);
+    }
+
+    // The locals an operation reads (an append reads and writes its own).
+    void note_reads(const ModuleOp& op, std::set<std::string>& read) const {
+        note_value(op.value, read);
+        for (const auto& alt : op.alternatives) {
+            note_value(alt.path, read);
+            note_value(alt.appended, read);
+        }
+        if (op.kind == ModuleOp::Kind::append_first) read.insert(op.name);
+        // a local read through another local
+        for (const auto& name : std::set<std::string>(read)) {
+            auto it = locals_.find(name);
+            if (it != locals_.end()) note_value(it->second, read);
+        }
+    }
+
+    const ModulePlan& module_;
+    std::map<std::string, ModuleValue> locals_;
+    std::set<std::string> dynamic_;
+};
+
+void write_identity(PythonWriter& w, const Stack& stack, const char* easyblock, const std::string& image,
+                    const std::string& usage) {
     // The EasyBuild release the easyconfig is written for (and checked with).
     w.assign("easybuild_version", easybuild_string(kEasyBuildVersion));
     w.blank();
@@ -182,6 +366,7 @@ void write_identity(PythonWriter& w, const Stack& stack, const char* easyblock, 
     whatis.push_back(easybuild_string("URL: " + stack.homepage));
     w.assign_list("whatis", whatis);
     w.assign("description", easybuild_lines(stack.description));
+    w.assign("usage", easybuild_lines(usage));
     if (!stack.docurls.empty()) {
         std::vector<std::string> urls;
         for (const auto& u : stack.docurls) urls.push_back(easybuild_string(u));
@@ -191,16 +376,45 @@ void write_identity(PythonWriter& w, const Stack& stack, const char* easyblock, 
     w.assign("toolchain", "SYSTEM");
 }
 
-void write_module(PythonWriter& w, const ModulePlan& plan) {
-    const ModuleForEasyBuild module = module_for_easybuild(plan);
+void write_module(PythonWriter& w, const ModuleForEasyBuild& module) {
+    if (!module.extrapaths.empty()) {
+        // var_type PATH: EasyBuild writes a path only if it exists when the module is
+        // generated, but also when it is empty (postinstallcmds create each one).
+        std::vector<std::pair<std::string, std::string>> items;
+        for (const auto& [name, paths] : module.extrapaths) {
+            std::vector<std::string> literals;
+            for (const auto& p : paths) literals.push_back(python_string(p));
+            items.emplace_back(python_string(name), "{'paths': " + python_list(literals, 4) + ", 'var_type': 'PATH'}");
+        }
+        w.assign_dict("modextrapaths", items);
+        w.blank();
+    }
     if (!module.extravars.empty()) {
         std::vector<std::pair<std::string, std::string>> items;
-        for (const auto& [k, v] : module.extravars) items.emplace_back(python_string(k), easybuild_string(v));
+        for (const auto& [k, v] : module.extravars) items.emplace_back(python_string(k), v);
         w.assign_dict("modextravars", items);
         w.blank();
     }
-    w.comment("sitegen's modulefile body; EasyBuild's module defines `root` (the install dir) before it.");
-    w.assign("modluafooter", easybuild_lines(module.footer));
+    if (!module.lua_footer.empty()) {
+        w.comment("What EasyBuild cannot carry above (load-time code), once per module syntax from the same");
+        w.comment("operations; EasyBuild's module sets `root` (the install dir) before it.");
+        w.assign("modluafooter", easybuild_lines(module.lua_footer));
+        w.blank();
+        w.assign("modtclfooter", easybuild_lines(module.tcl_footer));
+        w.blank();
+    }
+}
+
+// EasyBuild's module help is Description, Usage, Examples, Citing, then More information
+// (homepage, docurls) (_generate_help_text in https://github.com/easybuilders/easybuild-framework/
+// blob/easybuild-framework-v5.2.1/easybuild/tools/module_generator.py):
+// `usage` carries sitegen's help after its first paragraph (the description), so every
+// line of sitegen's help is in EasyBuild's.
+std::string usage_text(const ModulePlan& module) {
+    const std::string lead = module.description + "\n\n";
+    if (module.help.compare(0, lead.size(), lead) != 0)
+        throw std::logic_error("the module help does not start with the description paragraph");
+    return module.help.substr(lead.size());
 }
 
 // EasyBuild's easyblock for the plan's install method.
@@ -217,12 +431,13 @@ std::string easyconfig(const Site& site, const StackPlan& plan) {
     const InstallPlan& install = plan.install;
     const bool copy_image = install.method == InstallMethod::copy_image;
     const std::vector<Script> scripts = stack_scripts(plan);
+    const ModuleForEasyBuild module = ModuleSplit(plan.module).split();
 
     PythonWriter w;
     w.comment(stack.module_full_name() + " for site " + site.site.name + ": generated by sitegen; do not edit,");
     w.comment("change the site definition and regenerate.");
     w.blank();
-    write_identity(w, stack, easyblock(install.method), copy_image ? install.image : "");
+    write_identity(w, stack, easyblock(install.method), copy_image ? install.image : "", usage_text(plan.module));
     // The site's modules are not built by EasyBuild: EXTERNAL_MODULE dependencies make `eb`
     // load them for the build and write depends_on() for them in the generated module,
     // exactly like sitegen's modulefile.
@@ -247,6 +462,14 @@ std::string easyconfig(const Site& site, const StackPlan& plan) {
     w.blank();
     std::vector<std::string> cmds;
     for (const auto& step : install.steps) cmds.push_back(easybuild_command(step));
+    // The module's paths under the install dir exist, so EasyBuild writes them (see write_module);
+    // a directory that holds a planned file exists already.
+    for (const auto& [name, paths] : module.extrapaths)
+        for (const auto& p : paths) {
+            const bool holds_file = std::any_of(scripts.begin(), scripts.end(),
+                                                [&](const Script& s) { return s.rel.starts_with(p + "/"); });
+            if (p.front() != '/' && !holds_file) cmds.push_back(on_installed_file("mkdir -p ", p));
+        }
     std::vector<std::string> sanity_files, sanity_dirs, sanity_cmds;
     for (const auto& s : scripts) {
         for (auto& c : write_script_commands(s)) cmds.push_back(std::move(c));
@@ -260,8 +483,7 @@ std::string easyconfig(const Site& site, const StackPlan& plan) {
                   {{"'files'", python_list(sanity_files, 4)}, {"'dirs'", python_list(sanity_dirs, 4)}});
     w.assign_list("sanity_check_commands", sanity_cmds);
     w.blank();
-    write_module(w, plan.module);
-    w.blank();
+    write_module(w, module);
     w.assign("moduleclass", easybuild_string(stack.moduleclass));
     return w.text();
 }

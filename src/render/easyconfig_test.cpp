@@ -73,8 +73,8 @@ env = {"SYSTEM": {"name": "system", "version": "system"}, "EXTERNAL_MODULE": "EX
 exec(compile(open(sys.argv[1], encoding="utf-8").read(), sys.argv[1], "exec"), env)
 def resolve(v):
     return re.sub(r"(%)(?!%*\(\w+\)s)", r"\1\1", v) % {"installdir": "/inst", "name": env["name"], "version": env["version"]}
-for key in ("description", "homepage", "modluafooter"):
-    print(key, resolve(env[key]).encode().hex())
+for key in ("description", "homepage", "usage", "modluafooter", "modtclfooter"):
+    print(key, resolve(env.get(key, "")).encode().hex())
 for key, value in sorted(env.get("modextravars", {}).items()):
     print("modextravars", key, resolve(value).encode().hex())
 print("dependencies", env.get("dependencies"))

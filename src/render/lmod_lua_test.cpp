@@ -128,14 +128,20 @@ TEST_CASE("the system layout sets RUNSCRIPTS, PATH and the site's env, sorted, a
     site.stacks[0].env = {{"Z_LAST", "z"}, {"GLOO_SOCKET_IFNAME", "lo"}};
     const Evaluated e = evaluate(site, "/p", everything);
     CHECK(e.load.errors.empty());
+    // No command in bin/ (no venv extension): bin/ is not put on PATH.
     CHECK(changes(e.load) == Lines{"setenv RUNSCRIPTS=/p/software/pytorch/1.0-cpu/runscripts",
-                                   "prepend_path PATH=/p/software/pytorch/1.0-cpu/bin",
                                    "setenv A_FIRST=1",
                                    "setenv GLOO_SOCKET_IFNAME=lo",
                                    "setenv Z_LAST=z"});
-    CHECK(changes(e.unload) == Lines{"unsetenv RUNSCRIPTS=", "remove_path PATH=/p/software/pytorch/1.0-cpu/bin",
-                                     "unsetenv A_FIRST=", "unsetenv GLOO_SOCKET_IFNAME=", "unsetenv Z_LAST="});
+    CHECK(changes(e.unload) == Lines{"unsetenv RUNSCRIPTS=", "unsetenv A_FIRST=", "unsetenv GLOO_SOCKET_IFNAME=",
+                                     "unsetenv Z_LAST="});
     CHECK(e.load.whatis == Lines{"Description: A test stack.", "URL: https://example.org/"});
+    // extend-venv-activate in bin/: bin/ first on PATH, as EasyBuild's default path comes first.
+    site.stacks[0].venv_extension = true;
+    const Evaluated with_bin = evaluate(site, "/p", everything);
+    CHECK(changes(with_bin.load) == Lines{"prepend_path PATH=/p/software/pytorch/1.0-cpu/bin",
+                                          "setenv RUNSCRIPTS=/p/software/pytorch/1.0-cpu/runscripts",
+                                          "setenv A_FIRST=1", "setenv GLOO_SOCKET_IFNAME=lo", "setenv Z_LAST=z"});
 }
 
 TEST_CASE("the tree is relocatable: the prefix appears once, in `local root`", "[emit][modulefile]") {
@@ -175,8 +181,8 @@ TEST_CASE("container stack (Singularity): LUMI's variables, image and bind fallb
         "setenv SINGULARITYENV_VIRTUAL_ENV=/user-software/venv/torch",
         "setenv SINGULARITYENV_WITH_CONDA_VENV=source /runscripts/init-conda-venv",
         "setenv SINGULARITYENV_WITH_VENV=source /user-software/venv/torch/bin/activate",
-        "setenv RUNSCRIPTS=" + root + "/runscripts",
         "prepend_path PATH=" + root + "/bin",
+        "setenv RUNSCRIPTS=" + root + "/runscripts",
     };
     auto expected = [&](const std::string& sif, const std::string& user_software_bind) {
         Lines out = {"setenv SIF=" + sif, "setenv SIFTORCHBOX=" + sif, "setenv CONTAINERROOT=" + root,
@@ -212,8 +218,8 @@ TEST_CASE("container stack (Singularity): LUMI's variables, image and bind fallb
                                          "unsetenv SINGULARITYENV_PREPEND_PATH=",
                                          "unsetenv SINGULARITYENV_VIRTUAL_ENV=",
                                          "unsetenv SINGULARITYENV_WITH_CONDA_VENV=",
-                                         "unsetenv SINGULARITYENV_WITH_VENV=", "unsetenv RUNSCRIPTS=",
-                                         "remove_path PATH=" + root + "/bin"});
+                                         "unsetenv SINGULARITYENV_WITH_VENV=",
+                                         "remove_path PATH=" + root + "/bin", "unsetenv RUNSCRIPTS="});
     }
 }
 
@@ -225,7 +231,7 @@ TEST_CASE("Apptainer sites get APPTAINER_BIND and APPTAINERENV_*, never SINGULAR
     CHECK(names == Lines{"SIF", "SIFTORCHBOX", "CONTAINERROOT", "RUNSCRIPTSTORCHBOX", "APPTAINER_BIND",
                          "APPTAINERENV_CONDA_DEFAULT_ENV", "APPTAINERENV_CONDA_EXE", "APPTAINERENV_CONDA_PREFIX",
                          "APPTAINERENV_PREPEND_PATH", "APPTAINERENV_VIRTUAL_ENV", "APPTAINERENV_WITH_CONDA_VENV",
-                         "APPTAINERENV_WITH_VENV", "RUNSCRIPTS", "PATH"});
+                         "APPTAINERENV_WITH_VENV", "PATH", "RUNSCRIPTS"});
     const std::string text = emit_modulefiles(site, PlanOptions{"/p"})[0].contents;
     CHECK(text.find("SINGULARITY") == std::string::npos);
     CHECK(text.find("singularity exec") == std::string::npos);
@@ -244,7 +250,7 @@ TEST_CASE("userbase-venv (Cirrus): PYTHONUSERBASE, its bin and site-packages", "
     CHECK(changes(e.load) == Lines{"setenv PYTHONUSERBASE=" + root + "/python/3.12.1",
                                    "prepend_path PATH=" + root + "/python/3.12.1/bin",
                                    "prepend_path PYTHONPATH=" + root + "/python/3.12.1/lib/python3.12/site-packages",
-                                   "setenv RUNSCRIPTS=" + root + "/runscripts", "prepend_path PATH=" + root + "/bin"});
+                                   "setenv RUNSCRIPTS=" + root + "/runscripts"});
     CHECK(e.load.loads == Lines{"python/3.12.1-gpu"});
     // Users must not be sent to write into the shared tree.
     for (const auto& c : e.load.changes) CHECK(c.name != "PIP_CACHE_DIR");
@@ -261,8 +267,7 @@ TEST_CASE("conda layouts: the env's bin, CONDA_PREFIX and CONDA_DEFAULT_ENV with
         const std::string env = "/sw/software/pytorch/1.0-cpu/conda-env";
         CHECK(changes(e.load) == Lines{"setenv CONDA_PREFIX=" + env, "setenv CONDA_DEFAULT_ENV=" + env,
                                        "prepend_path PATH=" + env + "/bin",
-                                       "setenv RUNSCRIPTS=/sw/software/pytorch/1.0-cpu/runscripts",
-                                       "prepend_path PATH=/sw/software/pytorch/1.0-cpu/bin"});
+                                       "setenv RUNSCRIPTS=/sw/software/pytorch/1.0-cpu/runscripts"});
     }
     SECTION("Aurora: a named env path") {
         site.stacks[0].python.layout = PythonLayout::frameworks_module;
@@ -270,8 +275,7 @@ TEST_CASE("conda layouts: the env's bin, CONDA_PREFIX and CONDA_DEFAULT_ENV with
         const Evaluated e = evaluate(site, "/soft", everything);
         CHECK(changes(e.load) == Lines{"setenv CONDA_PREFIX=/opt/fw/env", "setenv CONDA_DEFAULT_ENV=/opt/fw/env",
                                        "prepend_path PATH=/opt/fw/env/bin",
-                                       "setenv RUNSCRIPTS=/soft/software/pytorch/1.0-cpu/runscripts",
-                                       "prepend_path PATH=/soft/software/pytorch/1.0-cpu/bin"});
+                                       "setenv RUNSCRIPTS=/soft/software/pytorch/1.0-cpu/runscripts"});
         const std::string text = emit_modulefiles(site, PlanOptions{"/soft"})[0].contents;
         CHECK(text.find("conda activate") == std::string::npos);
         CHECK(text.find("source_sh") == std::string::npos);

@@ -90,24 +90,39 @@ check_contains "Lmod swaps within the family" "Lmod is automatically replacing \
 check_eq "only the second is loaded" "$second
 family=torch-extra 2.0" "$(printf '%s\n' "$swap" | tail -n 2)"
 
-# ---- the easyconfig: EasyBuild's module (modluafooter) says and does the same ---------------
-mkdir -p "$SCRATCH/eb-modules"
-if report=$(python3 "$root/tests/tools/check_easyconfig.py" "$root/tests/data/easybuild_parameters.txt" \
-    "$out/easyconfigs-out/hk" "$prefix" --eb-modules "$SCRATCH/eb-modules" --filter-env-vars CMAKE_PREFIX_PATH); then
-  pass
-else
-  fail "easyconfigs of the hooked site:"
-  echo "$report" | grep -v ' passed, ' | head -n 20
-fi
-eb_mp=$SCRATCH/eb-modules:$SCRATCH/stubs
-eb_load=$(lmod_clean_shell "$eb_mp" "module load $first 2>&1 >/dev/null" 2>&1)
-check_eq "EasyBuild's module: the message on load" "$load_err" "$eb_load"
-# shellcheck disable=SC2016
-eb_swap=$(lmod_clean_shell "$eb_mp" "module load $first 2>/dev/null" "module load $second 2>/dev/null" 'module -t list 2>&1' \
-  'echo "family=$LMOD_FAMILY_TORCH"' 'module list 2>&1 | grep -c "(T)"')
-check_eq "EasyBuild's module: family and property" "$second
+# ---- the easyconfigs: the real EasyBuild's modules (footers) say and do the same --------------
+# eb --module-only from a fresh install path writes the module from the easyconfig, in Lua
+# (modluafooter) and in Tcl (modtclfooter); Lmod reads both.
+eb=$root/../shared/tools/easybuild/eb
+[[ -x $eb ]] || { fail "the real EasyBuild is missing at $eb (see ../shared/tools/easybuild/README.md)"; finish; }
+for syntax in Lua Tcl; do
+  ebdir=$SCRATCH/eb-$syntax
+  mkdir -p "$ebdir/src" "$ebdir/tmp" "$ebdir/home"
+  for ec in "$out"/easyconfigs-out/hk/*/*/*.eb; do
+    if env -i HOME="$ebdir/home" USER="${USER:-root}" PATH=/usr/bin:/bin MODULEPATH="$SCRATCH/stubs" \
+      "$eb" --allow-use-as-root-and-accept-consequences --robot-paths= --installpath="$ebdir/prefix" \
+      --buildpath="$ebdir/build" --sourcepath="$ebdir/src" --tmpdir="$ebdir/tmp" \
+      --installpath-modules="$ebdir/prefix" --suffix-modules-path=modulefiles --filter-env-vars=CMAKE_PREFIX_PATH \
+      --module-syntax="$syntax" --module-only --force "$ec" >"$ebdir/eb.log" 2>&1; then
+      pass
+    else
+      fail "eb --module-only --module-syntax=$syntax ${ec##*/}"
+      tail -n 15 "$ebdir/eb.log"
+    fi
+  done
+  eb_mp=$ebdir/prefix/modulefiles:$SCRATCH/stubs
+  eb_load=$(lmod_clean_shell "$eb_mp" "module load $first 2>&1 >/dev/null" 2>&1)
+  check_eq "EasyBuild's $syntax module: the message on load" "$load_err" "$eb_load"
+  eb_unload=$(lmod_clean_shell "$eb_mp" "module load $first 2>/dev/null" "module unload $first 2>&1 >/dev/null" 2>&1)
+  check_eq "EasyBuild's $syntax module: no message on unload" "" "$eb_unload"
+  # shellcheck disable=SC2016
+  eb_swap=$(lmod_clean_shell "$eb_mp" "module load $first 2>/dev/null" "module load $second 2>/dev/null" \
+    'module -t list 2>&1' 'echo "family=$LMOD_FAMILY_TORCH"' 'module list 2>&1 | grep -c "(T)"')
+  check_eq "EasyBuild's $syntax module: family and property" "$second
 family=torch-extra
 1" "$eb_swap"
+done
+if [[ -z $(find "$SCRATCH" -name 'pwned-*' -print -quit) ]]; then pass; else fail "a hostile value ran: $(find "$SCRATCH" -name 'pwned-*')"; fi
 
 # ---- the job script -------------------------------------------------------------------------
 job=$prefix/software/pytorch/1.13.1-cpu/runscripts/job.slurm

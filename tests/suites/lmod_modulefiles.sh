@@ -30,7 +30,9 @@ lumi_sif=lumi-pytorch-rocm-6.0.3-python-3.12-pytorch-v2.3.1-dockerhash-2c1c14caf
 # LUMI's binds from the recipe's local_singularity_bind (runscripts and user-software follow).
 lumi_binds=/var/spool/slurmd,/opt/cray,/usr/lib64/libcxi.so.1,/usr/lib64/libjansson.so.4,/pfs,/scratch,/projappl,/project,/flash,/appl
 
-# expected SITE MODULE: the exact NAME=VALUE lines `module load` adds or changes.
+# expected SITE MODULE: the exact NAME=VALUE lines `module load` adds or changes. bin/ is on
+# PATH only where the stack installs commands (not Frontier), behind the layout's own bin
+# (EasyBuild's order: its default bin, then modextrapaths).
 expected() {
   local r
   case $1 in
@@ -59,12 +61,12 @@ CONDA_PREFIX=$r/conda-env
 LD_LIBRARY_PATH=/sw/frontier/sitegen/aws-ofi-rccl/lib
 NCCL_NET_GDR_LEVEL=3
 NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3
-PATH=$r/bin:$r/conda-env/bin:/usr/bin:/bin
+PATH=$r/conda-env/bin:/usr/bin:/bin
 RUNSCRIPTS=$r/runscripts
 EOV
     ;;
     cirrus) r=$out/modules-out/cirrus/software/pytorch/2.3.1-gpu; cat <<EOV
-PATH=$r/bin:$r/python/3.12.1/bin:/usr/bin:/bin
+PATH=$r/python/3.12.1/bin:$r/bin:/usr/bin:/bin
 PYTHONPATH=$r/python/3.12.1/lib/python3.12/site-packages
 PYTHONUSERBASE=$r/python/3.12.1
 RUNSCRIPTS=$r/runscripts
@@ -94,7 +96,7 @@ FI_LOG_LEVEL=warn
 FI_LOG_PROV=cxi
 MPIR_CVAR_ENABLE_GPU=0
 NUMEXPR_NUM_THREADS=64
-PATH=$r/bin:$env/bin:/usr/bin:/bin
+PATH=$env/bin:$r/bin:/usr/bin:/bin
 RUNSCRIPTS=$r/runscripts
 EOV
     ;;

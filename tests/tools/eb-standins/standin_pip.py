@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Stand-in for `pythonX.Y -m pip install` (no package index is reachable here), run by a
-mkpython interpreter, for tests/wip/easybuild_real.sh.
+mkpython interpreter, for tests/suites/easybuild_real.sh.
 
   standin_pip.py --interpreter EXE --prefix P --python X.Y install [OPTIONS] NAME==VERSION...
 

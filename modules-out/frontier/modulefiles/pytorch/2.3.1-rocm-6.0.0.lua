@@ -19,7 +19,6 @@ setenv("CONDA_PREFIX", conda_env)
 setenv("CONDA_DEFAULT_ENV", conda_env)
 prepend_path("PATH", pathJoin(conda_env, "bin"))
 setenv("RUNSCRIPTS", pathJoin(root, "runscripts"))
-prepend_path("PATH", pathJoin(root, "bin"))
 -- The network plugin's library directory, before the others.
 prepend_path("LD_LIBRARY_PATH", "/sw/frontier/sitegen/aws-ofi-rccl/lib")
 -- Collective, network and stack environment (one source: the site file).

@@ -6,9 +6,9 @@ local root = "/opt/sitegen-local/software/pytorch/1.13.1-cpu"
 whatis("Description: Debian's PyTorch 1.13.1 (CPU, gloo backend) for /usr/bin/python3, with a rank wrapper for srun and a venv extension. Used by sitegen's end-to-end tests.")
 whatis("Keywords: PyTorch, gloo, test")
 whatis("URL: https://pytorch.org/")
-help("Debian's PyTorch 1.13.1 (CPU, gloo backend) for /usr/bin/python3, with a rank wrapper for srun and a venv extension. Used by sitegen's end-to-end tests.\n\nHomepage: https://pytorch.org/\n\nComponents:\n  torch 1.13.1\n\nCommands added to PATH:\n  extend-venv-activate\n\nScripts in $RUNSCRIPTS:\n  acceptance.py\n  acceptance.slurm\n  get-master\n  job.slurm\n  python-distributed\n\nVariables this module sets:\n  RUNSCRIPTS\n  PATH\n  GLOO_SOCKET_IFNAME\n\nYour own venv: with this module loaded (so the venv uses its Python),\npython3 -m venv --system-site-packages DIR, then extend-venv-activate DIR:\nactivating the venv then loads this module and deactivating unloads it.\n")
+help("Debian's PyTorch 1.13.1 (CPU, gloo backend) for /usr/bin/python3, with a rank wrapper for srun and a venv extension. Used by sitegen's end-to-end tests.\n\nHomepage: https://pytorch.org/\n\nComponents:\n  torch 1.13.0a0\n\nCommands added to PATH:\n  extend-venv-activate\n\nScripts in $RUNSCRIPTS:\n  acceptance.py\n  acceptance.slurm\n  get-master\n  job.slurm\n  python-distributed\n\nVariables this module sets:\n  PATH\n  RUNSCRIPTS\n  GLOO_SOCKET_IFNAME\n\nYour own venv: with this module loaded (so the venv uses its Python),\npython3 -m venv --system-site-packages DIR, then extend-venv-activate DIR:\nactivating the venv then loads this module and deactivating unloads it.\n")
 
-setenv("RUNSCRIPTS", pathJoin(root, "runscripts"))
 prepend_path("PATH", pathJoin(root, "bin"))
+setenv("RUNSCRIPTS", pathJoin(root, "runscripts"))
 -- Collective, network and stack environment (one source: the site file).
 setenv("GLOO_SOCKET_IFNAME", "lo")

@@ -5,7 +5,7 @@ local root = "/opt/golden/software/Torch-Box/2.4.0-rocm-6.1"
 
 whatis("Description: A stack whose description has \"quotes\", a $(dollar) `tick`, 100% and ]] brackets.")
 whatis("URL: https://example.org/torch?a=1&b=2")
-help("A stack whose description has \"quotes\", a $(dollar) `tick`, 100% and ]] brackets.\n\nHomepage: https://example.org/torch?a=1&b=2\n\nCommands added to PATH:\n  make-squashfs\n  start-shell\n  unmake-squashfs\n\nScripts in $RUNSCRIPTS (/runscripts in the container):\n  acceptance.py\n  acceptance.slurm\n  conda-python-distributed\n  conda-python-simple\n  get-master\n  init-conda-venv\n  job.slurm\n\nVariables this module sets:\n  SIF\n  SIFTORCHBOX\n  CONTAINERROOT\n  RUNSCRIPTSTORCHBOX\n  APPTAINER_BIND\n  APPTAINERENV_CONDA_DEFAULT_ENV\n  APPTAINERENV_CONDA_EXE\n  APPTAINERENV_CONDA_PREFIX\n  APPTAINERENV_PREPEND_PATH\n  APPTAINERENV_VIRTUAL_ENV\n  APPTAINERENV_WITH_CONDA_VENV\n  APPTAINERENV_WITH_VENV\n  RUNSCRIPTS\n  PATH\n  MY_FLAG\n  NCCL_SOCKET_IFNAME\n\nRun `apptainer exec $SIF <command>` (or start-shell). Inside the container the\nconda environment and the venv in /user-software are already active. To add\npackages, `pip install` inside the container: they land in\n$CONTAINERROOT/user-software, mounted at /user-software when that directory\n(or a packed user-software.squashfs) exists when the module is loaded.\n")
+help("A stack whose description has \"quotes\", a $(dollar) `tick`, 100% and ]] brackets.\n\nHomepage: https://example.org/torch?a=1&b=2\n\nCommands added to PATH:\n  make-squashfs\n  start-shell\n  unmake-squashfs\n\nScripts in $RUNSCRIPTS (/runscripts in the container):\n  acceptance.py\n  acceptance.slurm\n  conda-python-distributed\n  conda-python-simple\n  get-master\n  init-conda-venv\n  job.slurm\n\nVariables this module sets:\n  SIF\n  SIFTORCHBOX\n  CONTAINERROOT\n  RUNSCRIPTSTORCHBOX\n  APPTAINER_BIND\n  APPTAINERENV_CONDA_DEFAULT_ENV\n  APPTAINERENV_CONDA_EXE\n  APPTAINERENV_CONDA_PREFIX\n  APPTAINERENV_PREPEND_PATH\n  APPTAINERENV_VIRTUAL_ENV\n  APPTAINERENV_WITH_CONDA_VENV\n  APPTAINERENV_WITH_VENV\n  PATH\n  RUNSCRIPTS\n  MY_FLAG\n  NCCL_SOCKET_IFNAME\n\nRun `apptainer exec $SIF <command>` (or start-shell). Inside the container the\nconda environment and the venv in /user-software are already active. To add\npackages, `pip install` inside the container: they land in\n$CONTAINERROOT/user-software, mounted at /user-software when that directory\n(or a packed user-software.squashfs) exists when the module is loaded.\n")
 
 depends_on("rocm/6.0.0")
 
@@ -34,8 +34,8 @@ setenv("APPTAINERENV_PREPEND_PATH", "/runscripts:/user-software/venv/torch/bin:/
 setenv("APPTAINERENV_VIRTUAL_ENV", "/user-software/venv/torch")
 setenv("APPTAINERENV_WITH_CONDA_VENV", "source /runscripts/init-conda-venv")
 setenv("APPTAINERENV_WITH_VENV", "source /user-software/venv/torch/bin/activate")
-setenv("RUNSCRIPTS", pathJoin(root, "runscripts"))
 prepend_path("PATH", pathJoin(root, "bin"))
+setenv("RUNSCRIPTS", pathJoin(root, "runscripts"))
 -- Collective, network and stack environment (one source: the site file).
 setenv("MY_FLAG", "a'b\"c\\d")
 setenv("NCCL_SOCKET_IFNAME", "hsn0")
