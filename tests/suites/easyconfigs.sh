@@ -21,7 +21,8 @@ need_tool python3 bash truncate lua5.4
 
 stubs=$SCRATCH/stubs
 # The sites' own modules (EXTERNAL_MODULE dependencies), as empty stubs.
-for m in LUMI/24.03 PrgEnv-gnu/8.5.0 miniforge3/23.11.0-0 rocm/6.0.0 craype-accel-amd-gfx90a python/3.12.1-gpu; do
+for m in LUMI/24.03 PrgEnv-gnu/8.5.0 miniforge3/23.11.0-0 rocm/6.0.0 craype-accel-amd-gfx90a python/3.12.1-gpu \
+  conda/2025-09-25 pytorch/2.8.0; do
   mkdir -p "$stubs/$(dirname "$m")"
   echo "-- stub of the site's own $m" >"$stubs/$m.lua"
 done
@@ -57,7 +58,7 @@ EOF
 ['apptainer', 'exec', '--bind', '@INSTALLDIR@/user-software:/user-software', "@INSTALLDIR@/torch box's image.sif", 'bash', '-c', 'source /opt/conda/bin/activate torch && mkdir -p /user-software/venv && python -m venv --system-site-packages /user-software/venv/torch', 'PYTHONUSERBASE=', 'MPICC=']
 EOF
     ;;
-    *) ;;  # aurora, local: the site provides Python and the packages
+    *) ;;  # aurora, local, polaris, perlmutter: the site provides Python and the packages
   esac
 }
 
@@ -97,7 +98,7 @@ check_site() {  # check_site SITES_DIR SITE
   done
 }
 
-for site in lumi frontier cirrus aurora local; do check_site "$root/sites" "$site"; done
+for site in lumi frontier cirrus aurora local polaris perlmutter; do check_site "$root/sites" "$site"; done
 check_site "$root/tests/golden/apptainer-container/sites" box
 
 # The LUMI easyconfig has every parameter LUMI's own recipe uses (easybuild/easyconfigs/p/
