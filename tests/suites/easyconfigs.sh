@@ -44,7 +44,7 @@ EOF
 ['apptainer', 'exec', '--bind', '@INSTALLDIR@/user-software:/user-software', "@INSTALLDIR@/torch box's image.sif", 'bash', '-c', 'source /opt/conda/bin/activate torch && mkdir -p /user-software/venv && python -m venv --system-site-packages /user-software/venv/torch', 'PYTHONUSERBASE=', 'MPICC=']
 EOF
     ;;
-    *) ;;  # aurora, local: the site provides Python and the packages
+    *) ;;  # aurora, local, polaris, perlmutter: the site provides Python and the packages
   esac
 }
 
@@ -63,7 +63,7 @@ check_site() {  # check_site SITES_DIR SITE
 
 }
 
-for site in lumi frontier cirrus aurora local; do check_site "$root/sites" "$site"; done
+for site in lumi frontier cirrus aurora local polaris perlmutter; do check_site "$root/sites" "$site"; done
 check_site "$root/tests/golden/apptainer-container/sites" box
 
 # The LUMI easyconfig has every parameter LUMI's own recipe uses (easybuild/easyconfigs/p/

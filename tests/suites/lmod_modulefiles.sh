@@ -17,11 +17,12 @@ need_tool lua5.4 python3
 
 out=$SCRATCH/out
 stubs=$SCRATCH/stubs
-for site in lumi frontier cirrus aurora local; do
+for site in lumi frontier cirrus aurora local polaris perlmutter; do
   "$sitegen" --sites-dir "$root/sites" --out-dir "$out" build "$site" --prefix "$out/modules-out/$site" >/dev/null
 done
 # Base modules the sites depend on, as empty stubs (they are the site's, not ours).
-for m in LUMI/24.03 PrgEnv-gnu/8.5.0 miniforge3/23.11.0-0 rocm/6.0.0 craype-accel-amd-gfx90a python/3.12.1-gpu; do
+for m in LUMI/24.03 PrgEnv-gnu/8.5.0 miniforge3/23.11.0-0 rocm/6.0.0 craype-accel-amd-gfx90a python/3.12.1-gpu \
+  conda/2025-09-25 pytorch/2.8.0; do
   mkdir -p "$stubs/$(dirname "$m")"
   echo "-- stub of the site's own $m" >"$stubs/$m.lua"
 done
@@ -106,6 +107,28 @@ PATH=$r/bin:/usr/bin:/bin
 RUNSCRIPTS=$r/runscripts
 EOV
     ;;
+    # ALCF's NCCL page (ncclenv) and `conda activate base` of the conda/2025-09-25 module.
+    polaris) r=$out/modules-out/polaris/software/pytorch/2.8.0-conda-2025-09-25
+      local env=/soft/applications/conda/2025-09-25/mconda3; cat <<EOV
+CONDA_DEFAULT_ENV=$env
+CONDA_PREFIX=$env
+FI_CXI_DEFAULT_CQ_SIZE=131072
+FI_CXI_DISABLE_HOST_REGISTER=1
+FI_MR_CACHE_MONITOR=userfaultfd
+NCCL_COLLNET_ENABLE=1
+NCCL_CROSS_NIC=1
+NCCL_NET_GDR_LEVEL=PHB
+PATH=$r/bin:$env/bin:/usr/bin:/bin
+RUNSCRIPTS=$r/runscripts
+EOV
+    ;;
+    # NERSC's pytorch module brings Python; NERSC's data-parallel example sets the MR cache monitor.
+    perlmutter) r=$out/modules-out/perlmutter/software/pytorch-dist/2.8.0; cat <<EOV
+FI_MR_CACHE_MONITOR=userfaultfd
+PATH=$r/bin:/usr/bin:/bin
+RUNSCRIPTS=$r/runscripts
+EOV
+    ;;
   esac
 }
 
@@ -115,8 +138,11 @@ declare -A module_of=(
   [cirrus]=pytorch/2.3.1-gpu
   [aurora]=frameworks/2024.2.1_u1
   [local]=pytorch/1.13.1-cpu
+  [polaris]=pytorch/2.8.0-conda-2025-09-25
+  [perlmutter]=pytorch-dist/2.8.0
 )
-declare -A default_name=([lumi]=PyTorch [frontier]=pytorch [cirrus]=pytorch [aurora]=frameworks [local]=pytorch)
+declare -A default_name=([lumi]=PyTorch [frontier]=pytorch [cirrus]=pytorch [aurora]=frameworks [local]=pytorch
+  [polaris]=pytorch [perlmutter]=pytorch-dist)
 
 # LUMI: without the image anywhere, load must fail with a clear LmodError.
 mp_lumi="$out/modules-out/lumi/modulefiles:$stubs"
@@ -138,7 +164,7 @@ check_eq "lumi: bind list with user-software.squashfs" \
   "$lumi_binds,$lumi_root/runscripts:/runscripts,$lumi_root/user-software.squashfs:/user-software:image-src=/" "$(lumi_bind)"
 rm "$lumi_root/user-software.squashfs"  # as EasyBuild's postinstallcmds leave it: the directory
 
-for site in lumi frontier cirrus aurora local; do
+for site in lumi frontier cirrus aurora local polaris perlmutter; do
   mp="$out/modules-out/$site/modulefiles:$stubs"
   mod=${module_of[$site]}
   actual=$(lmod_vars_set_by "$mp" "$mod" | tr '\001' '\n') || { fail "$site: module load $mod failed"; continue; }

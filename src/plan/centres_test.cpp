@@ -1,0 +1,167 @@
+// Centres described from their own documentation (ALCF Polaris, NERSC Perlmutter): binding,
+// GPU-to-rank mapping, network variables, module names and job script shape, written by hand
+// from the pages cited in sites/<name>/site.toml.
+#include <catch2/catch.hpp>
+
+#include "plan/stack_plan.h"
+#include "render/renderers.h"
+#include "test_support.h"
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace sitegen;
+
+namespace {
+
+// Every output of the site (modulefiles, scripts, easyconfigs), rendered from its plan.
+OutputList all_outputs(const std::string& name) {
+    const Site site = sitegen::test::load_seed_site(name);
+    const SitePlan plan = plan_site(site, {site.site.install_prefix});
+    OutputList out;
+    for (const auto& r : renderers())
+        for (auto& f : r.render(plan)) out.push_back(std::move(f));
+    return out;
+}
+
+std::string ending(const OutputList& files, const std::string& suffix) {
+    for (const auto& f : files)
+        if (f.path.ends_with(suffix)) return f.contents;
+    FAIL("no output ends with " << suffix);
+    return {};
+}
+
+// The value after `NAME=` on the line that starts with it.
+std::string assigned(const std::string& script, const std::string& name) {
+    std::istringstream in(script);
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind(name + "=", 0) == 0) return line.substr(name.size() + 1);
+    FAIL("no line assigns " << name);
+    return {};
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+    std::vector<std::string> parts;
+    std::string part;
+    std::istringstream in(s);
+    while (std::getline(in, part, sep)) parts.push_back(part);
+    return parts;
+}
+
+std::set<int> range(int first, int last) {
+    std::set<int> cores;
+    for (int c = first; c <= last; ++c) cores.insert(c);
+    return cores;
+}
+
+// "24-31" or "5" -> the cores.
+std::set<int> pals_cores(const std::string& entry) {
+    const auto dash = entry.find('-');
+    if (dash == std::string::npos) return {std::stoi(entry)};
+    return range(std::stoi(entry.substr(0, dash)), std::stoi(entry.substr(dash + 1)));
+}
+
+// "0xffff0000" -> the cores whose bits are set.
+std::set<int> mask_cores(const std::string& mask) {
+    REQUIRE(mask.rfind("0x", 0) == 0);
+    std::set<int> cores;
+    int bit = 0;
+    for (auto it = mask.rbegin(); it != mask.rend() - 2; ++it, bit += 4) {
+        const int nibble = std::stoi(std::string(1, *it), nullptr, 16);
+        for (int b = 0; b < 4; ++b)
+            if (nibble & (1 << b)) cores.insert(bit + b);
+    }
+    return cores;
+}
+
+}  // namespace
+
+TEST_CASE("Polaris binds each rank to its GPU's NUMA domain as ALCF's depth binding and GPU map do", "[centres]") {
+    const auto files = all_outputs("polaris");
+    const std::string job = ending(files, "/runscripts/job.pbs");
+    // ALCF machine overview (nvidia-smi topo): GPU0 24-31, GPU1 16-23, GPU2 8-15, GPU3 0-7.
+    CHECK(assigned(job, "CPU_BIND") == "list:24-31:16-23:8-15:0-7");
+    // ALCF's job: mpiexec --ppn 4 --depth=8 --cpu-bind depth puts local rank r on cores
+    // 8r..8r+7, and set_affinity_gpu_polaris.sh gives it GPU 3 - r. The wrapper gives rank i
+    // GPU i (checked below), so GPU i must get the same cores as under ALCF's recipe.
+    std::map<int, std::set<int>> alcf;
+    for (int r = 0; r < 4; ++r) alcf[3 - r] = range(8 * r, 8 * r + 7);
+    const auto lists = split(assigned(job, "CPU_BIND").substr(std::string("list:").size()), ':');
+    REQUIRE(lists.size() == 4);
+    for (int gpu = 0; gpu < 4; ++gpu) {
+        INFO("GPU " << gpu);
+        CHECK(pals_cores(lists[gpu]) == alcf[gpu]);
+    }
+    const std::string wrapper = ending(files, "/runscripts/python-distributed");
+    CHECK(wrapper.find("  export CUDA_VISIBLE_DEVICES=\"$LOCAL_RANK\"\n") != std::string::npos);
+    CHECK(wrapper.find("export RANK=\"$PALS_RANKID\" LOCAL_RANK=\"$PALS_LOCAL_RANKID\"") != std::string::npos);
+}
+
+TEST_CASE("Polaris job script: the conda module, four ranks per node through mpiexec, PBS directives", "[centres]") {
+    const std::string job = ending(all_outputs("polaris"), "/runscripts/job.pbs");
+    // python.md: module use /soft/modulefiles; module load conda (conda/2025-09-25 by system-updates.md).
+    CHECK(job.find("module use /soft/modulefiles\nmodule load conda/2025-09-25\n"
+                   "module load pytorch/2.8.0-conda-2025-09-25\n") != std::string::npos);
+    CHECK(job.find("export SITEGEN_RANKS_PER_NODE=4\n") != std::string::npos);
+    CHECK(job.find("mpiexec -np \"$SITEGEN_NRANKS\" -ppn \"$SITEGEN_RANKS_PER_NODE\" --cpu-bind \"$CPU_BIND\" "
+                   "\"$RUNSCRIPTS/python-distributed\" \"$@\"\n") != std::string::npos);
+    for (const char* directive : {"#PBS -l select=2\n", "#PBS -l place=scatter\n", "#PBS -l filesystems=home:eagle\n",
+                                  "#PBS -q debug\n", "#PBS -A <project>\n"}) {
+        INFO(directive);
+        CHECK(job.find(directive) != std::string::npos);
+    }
+}
+
+TEST_CASE("Polaris module sets ALCF's NCCL and libfabric settings over the conda base environment", "[centres]") {
+    const auto files = all_outputs("polaris");
+    const std::string lua = ending(files, "/modulefiles/pytorch/2.8.0-conda-2025-09-25.lua");
+    CHECK(lua.find("depends_on(\"conda/2025-09-25\")\n") != std::string::npos);
+    CHECK(lua.find("local conda_env = \"/soft/applications/conda/2025-09-25/mconda3\"\n") != std::string::npos);
+    // nccl.md (ncclenv), in the module's sorted order.
+    CHECK(lua.find("setenv(\"FI_CXI_DEFAULT_CQ_SIZE\", \"131072\")\n"
+                   "setenv(\"FI_CXI_DISABLE_HOST_REGISTER\", \"1\")\n"
+                   "setenv(\"FI_MR_CACHE_MONITOR\", \"userfaultfd\")\n"
+                   "setenv(\"NCCL_COLLNET_ENABLE\", \"1\")\n"
+                   "setenv(\"NCCL_CROSS_NIC\", \"1\")\n"
+                   "setenv(\"NCCL_NET_GDR_LEVEL\", \"PHB\")\n") != std::string::npos);
+    // The rank wrapper carries the same values for ranks started without the module.
+    const std::string wrapper = ending(files, "/runscripts/python-distributed");
+    CHECK(wrapper.find("[[ -n ${NCCL_NET_GDR_LEVEL+x} ]] || NCCL_NET_GDR_LEVEL=PHB\n") != std::string::npos);
+    CHECK(wrapper.find("[[ -n ${NCCL_CROSS_NIC+x} ]] || NCCL_CROSS_NIC=1\n") != std::string::npos);
+}
+
+TEST_CASE("Perlmutter masks pair each rank with the 16 cores NERSC's default binding gives its GPU", "[centres]") {
+    const auto files = all_outputs("perlmutter");
+    const std::string job = ending(files, "/runscripts/job.slurm");
+    // GPU i sits on NUMA domain 3 - i (16 cores each): 48-63, 32-47, 16-31, 0-15.
+    CHECK(assigned(job, "CPU_MASKS") == "0xffff000000000000,0xffff00000000,0xffff0000,0xffff");
+    // NERSC's tutorial job: --ntasks-per-node 4 -c 32 puts task t on cores 16t..16t+15 and
+    // CUDA_VISIBLE_DEVICES=3,2,1,0 gives it GPU 3 - t; sitegen's rank i has GPU i.
+    std::map<int, std::set<int>> nersc;
+    const std::vector<int> reversed = {3, 2, 1, 0};
+    for (int t = 0; t < 4; ++t) nersc[reversed[t]] = range(16 * t, 16 * t + 15);
+    const auto masks = split(assigned(job, "CPU_MASKS"), ',');
+    REQUIRE(masks.size() == 4);
+    for (int gpu = 0; gpu < 4; ++gpu) {
+        INFO("GPU " << gpu);
+        CHECK(mask_cores(masks[gpu]) == nersc[gpu]);
+    }
+    const std::string wrapper = ending(files, "/runscripts/python-distributed");
+    CHECK(wrapper.find("  export CUDA_VISIBLE_DEVICES=\"$LOCAL_RANK\"\n") != std::string::npos);
+}
+
+TEST_CASE("Perlmutter job script: the pytorch module, srun with masks, -c 32 and four GPUs per node", "[centres]") {
+    const auto files = all_outputs("perlmutter");
+    const std::string job = ending(files, "/runscripts/job.slurm");
+    CHECK(job.find("#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n#SBATCH --cpus-per-task=32\n"
+                   "#SBATCH --gpus-per-node=4\n") != std::string::npos);
+    CHECK(job.find("module load pytorch/2.8.0\nmodule load pytorch-dist/2.8.0\n") != std::string::npos);
+    CHECK(job.find("srun --cpu-bind=mask_cpu:\"$CPU_MASKS\" \"$RUNSCRIPTS/python-distributed\" \"$@\"\n") !=
+          std::string::npos);
+    const std::string lua = ending(files, "/modulefiles/pytorch-dist/2.8.0.lua");
+    CHECK(lua.find("depends_on(\"pytorch/2.8.0\")\n") != std::string::npos);
+    CHECK(lua.find("setenv(\"FI_MR_CACHE_MONITOR\", \"userfaultfd\")\n") != std::string::npos);
+}
