@@ -153,11 +153,14 @@ TEST_CASE("Perlmutter masks pair each rank with the 16 cores NERSC's default bin
     CHECK(wrapper.find("  export CUDA_VISIBLE_DEVICES=\"$LOCAL_RANK\"\n") != std::string::npos);
 }
 
-TEST_CASE("Perlmutter job script: the pytorch module, srun with masks, -c 32 and four GPUs per node", "[centres]") {
+TEST_CASE("Perlmutter job script: the pytorch module, srun with masks, -c 32, one GPU per task, -C gpu -q regular", "[centres]") {
     const auto files = all_outputs("perlmutter");
     const std::string job = ending(files, "/runscripts/job.slurm");
-    CHECK(job.find("#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n#SBATCH --cpus-per-task=32\n"
-                   "#SBATCH --gpus-per-node=4\n") != std::string::npos);
+    // NERSC: -C gpu, -q regular, one GPU per task with --gpu-bind=none (docs.nersc.gov running-jobs).
+    CHECK(job.find("#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n#SBATCH --cpus-per-task=32\n") != std::string::npos);
+    CHECK(job.find("#SBATCH --qos=regular\n#SBATCH --constraint=gpu\n#SBATCH --gpus-per-task=1\n"
+                   "#SBATCH --gpu-bind=none\n") != std::string::npos);
+    CHECK(job.find("--gpus-per-node") == std::string::npos);
     CHECK(job.find("module load pytorch/2.8.0\nmodule load pytorch-dist/2.8.0\n") != std::string::npos);
     CHECK(job.find("srun --cpu-bind=mask_cpu:\"$CPU_MASKS\" \"$RUNSCRIPTS/python-distributed\" \"$@\"\n") !=
           std::string::npos);

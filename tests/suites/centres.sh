@@ -86,7 +86,8 @@ mpiexec [-np] [8] [-ppn] [4] [--cpu-bind] [list:24-31:16-23:8-15:0-7] [/rs/pytho
     bash "$polaris/job.pbs" train.py 'a b')"
 
 # ---- Perlmutter: srun under Slurm --------------------------------------------------------
-# With --gpus-per-node=4 and no --gpu-bind, Slurm gives every task CUDA_VISIBLE_DEVICES=0,1,2,3.
+# With --gpus-per-task=1 and --gpu-bind=none (NERSC's shape), every task sees the node's four GPUs:
+# CUDA_VISIBLE_DEVICES=0,1,2,3.
 perlmutter_rank() {  # perlmutter_rank RANK [VAR=value...]: the wrapper as srun starts rank RANK of 8
   env -i PATH="$fake:/usr/bin:/bin" SLURM_JOB_ID=4242 SLURM_STEP_ID=0 SLURM_PROCID="$1" SLURM_NTASKS=8 \
     SLURM_LOCALID=$(($1 % 4)) SLURM_NODEID=$(($1 / 4)) SLURM_STEP_TASKS_PER_NODE='4(x2)' \
@@ -133,7 +134,10 @@ check_eq "perlmutter: job.slurm directives" "#SBATCH --job-name=pytorch-dist
 #SBATCH --nodes=2
 #SBATCH --ntasks-per-node=4
 #SBATCH --cpus-per-task=32
-#SBATCH --gpus-per-node=4
 #SBATCH --account=<account>
-#SBATCH --time=00:10:00" "$(grep '^#SBATCH' "$perlmutter/job.slurm")"
+#SBATCH --time=00:10:00
+#SBATCH --qos=regular
+#SBATCH --constraint=gpu
+#SBATCH --gpus-per-task=1
+#SBATCH --gpu-bind=none" "$(grep '^#SBATCH' "$perlmutter/job.slurm")"
 finish

@@ -6,11 +6,11 @@ local root = "/global/common/software/sitegen/software/pytorch-dist/2.8.0"
 whatis("Description: Distributed runscripts for NERSC's pytorch/2.8.0 module (PyTorch 2.8.0 with NCCL and the aws-ofi-nccl plugin for Slingshot): one rank per A100 launched by srun, each bound to the 16 cores of its GPU's NUMA domain. Use the nccl backend.")
 whatis("Keywords: PyTorch, CUDA, NCCL")
 whatis("URL: https://docs.nersc.gov/machinelearning/pytorch/")
-help("Distributed runscripts for NERSC's pytorch/2.8.0 module (PyTorch 2.8.0 with NCCL and the aws-ofi-nccl plugin for Slingshot): one rank per A100 launched by srun, each bound to the 16 cores of its GPU's NUMA domain. Use the nccl backend.\n\nHomepage: https://docs.nersc.gov/machinelearning/pytorch/\n\nComponents:\n  torch 2.8.0\n\nCommands added to PATH:\n  extend-venv-activate\n\nScripts in $RUNSCRIPTS:\n  acceptance.py\n  acceptance.slurm\n  get-master\n  job.slurm\n  python-distributed\n\nVariables this module sets:\n  RUNSCRIPTS\n  PATH\n  FI_MR_CACHE_MONITOR\n\nYour own venv: with this module loaded (so the venv uses its Python),\npython3 -m venv --system-site-packages DIR, then extend-venv-activate DIR:\nactivating the venv then loads this module and deactivating unloads it.\n\nMore: NERSC PyTorch: https://docs.nersc.gov/machinelearning/pytorch/\n")
+help("Distributed runscripts for NERSC's pytorch/2.8.0 module (PyTorch 2.8.0 with NCCL and the aws-ofi-nccl plugin for Slingshot): one rank per A100 launched by srun, each bound to the 16 cores of its GPU's NUMA domain. Use the nccl backend.\n\nHomepage: https://docs.nersc.gov/machinelearning/pytorch/\n\nComponents:\n  torch 2.8.0\n\nCommands added to PATH:\n  extend-venv-activate\n\nScripts in $RUNSCRIPTS:\n  acceptance.py\n  acceptance.slurm\n  get-master\n  job.slurm\n  python-distributed\n\nVariables this module sets:\n  PATH\n  RUNSCRIPTS\n  FI_MR_CACHE_MONITOR\n\nYour own venv: with this module loaded (so the venv uses its Python),\npython3 -m venv --system-site-packages DIR, then extend-venv-activate DIR:\nactivating the venv then loads this module and deactivating unloads it.\n\nMore: NERSC PyTorch: https://docs.nersc.gov/machinelearning/pytorch/\n")
 
 depends_on("pytorch/2.8.0")
 
-setenv("RUNSCRIPTS", pathJoin(root, "runscripts"))
 prepend_path("PATH", pathJoin(root, "bin"))
+setenv("RUNSCRIPTS", pathJoin(root, "runscripts"))
 -- Collective, network and stack environment (one source: the site file).
 setenv("FI_MR_CACHE_MONITOR", "userfaultfd")

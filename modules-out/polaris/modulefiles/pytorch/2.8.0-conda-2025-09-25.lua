@@ -6,17 +6,19 @@ local root = "/soft/sitegen/software/pytorch/2.8.0-conda-2025-09-25"
 whatis("Description: PyTorch 2.8.0 (CUDA 12.9.1, NCCL 2.28.3) with DeepSpeed 0.17.6 from ALCF's conda/2025-09-25 module (base environment), with ALCF's NCCL and libfabric settings for the Slingshot network and one rank per A100 launched by mpiexec. Use the nccl backend.")
 whatis("Keywords: PyTorch, CUDA, NCCL, DeepSpeed")
 whatis("URL: https://docs.alcf.anl.gov/polaris/data-science/frameworks/pytorch/")
-help("PyTorch 2.8.0 (CUDA 12.9.1, NCCL 2.28.3) with DeepSpeed 0.17.6 from ALCF's conda/2025-09-25 module (base environment), with ALCF's NCCL and libfabric settings for the Slingshot network and one rank per A100 launched by mpiexec. Use the nccl backend.\n\nHomepage: https://docs.alcf.anl.gov/polaris/data-science/frameworks/pytorch/\n\nComponents:\n  cuda 12.9.1\n  deepspeed 0.17.6\n  nccl 2.28.3\n  torch 2.8.0\n\nCommands added to PATH:\n  extend-venv-activate\n\nScripts in $RUNSCRIPTS:\n  acceptance.pbs\n  acceptance.py\n  job.pbs\n  python-distributed\n\nVariables this module sets:\n  CONDA_PREFIX\n  CONDA_DEFAULT_ENV\n  PATH\n  RUNSCRIPTS\n  FI_CXI_DEFAULT_CQ_SIZE\n  FI_CXI_DISABLE_HOST_REGISTER\n  FI_MR_CACHE_MONITOR\n  NCCL_COLLNET_ENABLE\n  NCCL_CROSS_NIC\n  NCCL_NET_GDR_LEVEL\n\nYour own venv: with this module loaded (so the venv uses its Python),\npython3 -m venv --system-site-packages DIR, then extend-venv-activate DIR:\nactivating the venv then loads this module and deactivating unloads it.\n\nBefore loading: module use /soft/modulefiles;\n\nMore: ALCF Python on Polaris: https://docs.alcf.anl.gov/polaris/data-science/python/\nMore: ALCF NCCL settings: https://docs.alcf.anl.gov/polaris/applications-and-libraries/libraries/nccl/\n")
+help("PyTorch 2.8.0 (CUDA 12.9.1, NCCL 2.28.3) with DeepSpeed 0.17.6 from ALCF's conda/2025-09-25 module (base environment), with ALCF's NCCL and libfabric settings for the Slingshot network and one rank per A100 launched by mpiexec. Use the nccl backend.\n\nHomepage: https://docs.alcf.anl.gov/polaris/data-science/frameworks/pytorch/\n\nComponents:\n  cuda 12.9.1\n  deepspeed 0.17.6\n  nccl 2.28.3\n  torch 2.8.0\n\nCommands added to PATH:\n  extend-venv-activate\n\nScripts in $RUNSCRIPTS:\n  acceptance.pbs\n  acceptance.py\n  job.pbs\n  python-distributed\n\nVariables this module sets:\n  PATH\n  CONDA_PREFIX\n  CONDA_DEFAULT_ENV\n  RUNSCRIPTS\n  LD_LIBRARY_PATH\n  FI_CXI_DEFAULT_CQ_SIZE\n  FI_CXI_DISABLE_HOST_REGISTER\n  FI_MR_CACHE_MONITOR\n  NCCL_COLLNET_ENABLE\n  NCCL_CROSS_NIC\n  NCCL_NET_GDR_LEVEL\n\nYour own venv: with this module loaded (so the venv uses its Python),\npython3 -m venv --system-site-packages DIR, then extend-venv-activate DIR:\nactivating the venv then loads this module and deactivating unloads it.\n\nBefore loading: module use /soft/modulefiles;\n\nMore: ALCF Python on Polaris: https://docs.alcf.anl.gov/polaris/data-science/python/\nMore: ALCF NCCL settings: https://docs.alcf.anl.gov/polaris/applications-and-libraries/libraries/nccl/\n")
 
 depends_on("conda/2025-09-25")
 
+prepend_path("PATH", pathJoin(root, "bin"))
 -- What activating the conda environment sets, without running conda's shell hooks.
 local conda_env = "/soft/applications/conda/2025-09-25/mconda3"
 setenv("CONDA_PREFIX", conda_env)
 setenv("CONDA_DEFAULT_ENV", conda_env)
 prepend_path("PATH", pathJoin(conda_env, "bin"))
 setenv("RUNSCRIPTS", pathJoin(root, "runscripts"))
-prepend_path("PATH", pathJoin(root, "bin"))
+-- The network plugin's library directory, before the others.
+prepend_path("LD_LIBRARY_PATH", "/soft/libraries/aws-ofi-nccl/v1.9.1-aws/lib")
 -- Collective, network and stack environment (one source: the site file).
 setenv("FI_CXI_DEFAULT_CQ_SIZE", "131072")
 setenv("FI_CXI_DISABLE_HOST_REGISTER", "1")

@@ -39,7 +39,7 @@ RANK_CORES = [
     [16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31],
     [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
 ]
-NETWORK_PLUGIN = 'aws-ofi-nccl'  # collectives.network_plugin
+NETWORK_PLUGIN = ''  # collectives.network_plugin
 # [collectives.env], which the rank wrapper exports (--direct sets them the same way).
 COLLECTIVE_ENV = [
     ('FI_MR_CACHE_MONITOR', 'userfaultfd'),
