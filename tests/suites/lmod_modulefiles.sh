@@ -107,7 +107,8 @@ PATH=$r/bin:/usr/bin:/bin
 RUNSCRIPTS=$r/runscripts
 EOV
     ;;
-    # ALCF's NCCL page (ncclenv) and `conda activate base` of the conda/2025-09-25 module.
+    # ALCF's NCCL page (ncclenv, the aws-ofi-nccl directory) and `conda activate base` of the
+    # conda/2025-09-25 module.
     polaris) r=$out/modules-out/polaris/software/pytorch/2.8.0-conda-2025-09-25
       local env=/soft/applications/conda/2025-09-25/mconda3; cat <<EOV
 CONDA_DEFAULT_ENV=$env
@@ -115,10 +116,11 @@ CONDA_PREFIX=$env
 FI_CXI_DEFAULT_CQ_SIZE=131072
 FI_CXI_DISABLE_HOST_REGISTER=1
 FI_MR_CACHE_MONITOR=userfaultfd
+LD_LIBRARY_PATH=/soft/libraries/aws-ofi-nccl/v1.9.1-aws/lib
 NCCL_COLLNET_ENABLE=1
 NCCL_CROSS_NIC=1
 NCCL_NET_GDR_LEVEL=PHB
-PATH=$r/bin:$env/bin:/usr/bin:/bin
+PATH=$env/bin:$r/bin:/usr/bin:/bin
 RUNSCRIPTS=$r/runscripts
 EOV
     ;;
