@@ -307,9 +307,9 @@ private:
                 for (const auto& part : piece.parts) path += (path.empty() ? "" : "/") + part;
                 if (!survives_easybuild_path(path) || path.front() == '/') return std::nullopt;
                 return path;
-            case ValuePiece::Kind::text:
-                if (!survives_easybuild_path(piece.text) || piece.text.front() != '/') return std::nullopt;
-                return piece.text;
+            case ValuePiece::Kind::text:  // a host path (e.g. a network plugin's directory): EasyBuild
+                                          // writes only paths that exist when it writes the module, so
+                                          // it goes to the footers, which prepend it as sitegen's does
             case ValuePiece::Kind::root:
             case ValuePiece::Kind::local:
             case ValuePiece::Kind::under_local:

@@ -189,6 +189,15 @@ make_stub_lua() {
     if [[ $dep =~ ^python/([0-9]+\.[0-9]+(\.[0-9]+)?) && ${STUB_NO_PYTHON:-0} != 1 ]]; then
       [[ -x $env_dir/ext/$dep/bin/python${BASH_REMATCH[1]%.*} ]] || "$standins/mkpython" "$env_dir/ext/$dep" "${BASH_REMATCH[1]}"
       echo "prepend_path(\"PATH\", \"$env_dir/ext/$dep/bin\")"
+    elif [[ $dep =~ ^pytorch/ && ${STUB_NO_PYTHON:-0} != 1 && -n $python_version ]]; then
+      # A site's own PyTorch module (NERSC's pytorch/X.Y.Z) brings Python and torch: a stand-in
+      # CPython at the stack's version with the stack's components.
+      if [[ ! -x $env_dir/ext/$dep/bin/python$python_xy ]]; then
+        "$standins/mkpython" "$env_dir/ext/$dep" "$python_version"
+        /usr/bin/python3 -S "$standins/standin_pip.py" --interpreter "$env_dir/ext/$dep/bin/python$python_xy" \
+          --prefix "$env_dir/ext/$dep" --python "$python_xy" install "${components[@]}" >/dev/null
+      fi
+      echo "prepend_path(\"PATH\", \"$env_dir/ext/$dep/bin\")"
     elif [[ $dep == miniforge3/* || $dep == conda/* || $dep == anaconda3/* ]]; then
       mkdir -p "$env_dir/ext/$dep/bin"
       ln -sfn "$standins/conda" "$env_dir/ext/$dep/bin/conda"
@@ -405,6 +414,9 @@ check_easyconfig() {
     # The site's conda environment, as a stand-in, visible to eb only (tmpfs over its top dir).
     local top
     top=/$(cut -d/ -f2 <<<"$conda_env")
+    # The tmpfs needs a mount point on the host (Polaris' /soft): an empty directory, made
+    # here and removed again when the suite ends.
+    if [[ ! -e $top ]] && mkdir "$top" 2>/dev/null; then echo "$top" >>"$work/made-mount-points"; fi
     local pkgs=() c
     for c in "${components[@]}"; do pkgs+=("$c"); done
     ns_setup="mount -t tmpfs tmpfs $(printf %q "$top") && $(printf %q "$standins/mkpython") $(printf %q "$conda_env") $(printf %q "$python_version") && /usr/bin/python3 -S $(printf %q "$standins/standin_pip.py") --interpreter $(printf %q "$conda_env/bin/python$python_xy") --prefix $(printf %q "$conda_env") --python $python_xy install $(printf '%q ' "${pkgs[@]}") >/dev/null"
@@ -573,4 +585,7 @@ for site in $sites; do
 done
 wait
 for site in $sites; do cat "$work/$site/report.txt"; done
+if [[ -r $work/made-mount-points ]]; then
+  while read -r d; do rmdir "$d" 2>/dev/null || true; done <"$work/made-mount-points"
+fi
 finish

@@ -37,8 +37,9 @@ dist.init_process_group("gloo", init_method="env://")
 t = torch.tensor([float(dist.get_rank() + 1)])
 dist.all_reduce(t)
 keys = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "TORCHELASTIC_RUN_ID", "GLOO_SOCKET_IFNAME")
-print(" ".join(k + "=" + os.environ.get(k, "<unset>") for k in keys), f"SUM={t.item():g}",
-      "ARGS=" + "|".join(sys.argv[1:]), flush=True)
+# One write per rank: both ranks share torchrun's stdout, and print() may write in pieces.
+line = " ".join(k + "=" + os.environ.get(k, "<unset>") for k in keys) + f" SUM={t.item():g} ARGS=" + "|".join(sys.argv[1:])
+os.write(1, (line + "\n").encode())
 dist.destroy_process_group()
 PY
 log=$SCRATCH/torchrun.out
