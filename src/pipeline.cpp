@@ -18,6 +18,7 @@
 #include "node/doctor.h"
 #include "node/hwloc_topology.h"
 #include "plan/paths.h"
+#include "plan/traits.h"
 #include "site/suggest.h"
 
 namespace sitegen {
@@ -254,9 +255,15 @@ Result run_doctor(FileSystem& fs, const Request& request, const DoctorRequest& d
     }
     const std::string prefix = request.prefix ? *request.prefix : site.site.install_prefix;
     DoctorOptions options;
-    for (const Stack& stack : site.stacks)
+    for (const Stack& stack : site.stacks) {
+        // Whether `image` is a file to find, from the runtime's and the layout's traits.
+        const StackImage image = !runs_in_container(site, stack)                   ? StackImage::none
+                                 : traits(site.container.runtime).image_is_name ? StackImage::named
+                                                                                 : StackImage::file;
         options.stacks.push_back({stack_install_dir(prefix, stack),
-                                  modulepath_of(prefix) + "/" + stack.name + "/" + stack.module_version() + ".lua"});
+                                  modulepath_of(prefix) + "/" + stack.name + "/" + stack.module_version() + ".lua",
+                                  image});
+    }
     // Lmod searches what users `module use` (the site's paths, the stacks' tree), then the
     // MODULEPATH of this environment (the node's own, when run on the node).
     auto add_dir = [&](const std::string& dir) {

@@ -299,10 +299,18 @@ struct Doctor {
                 diags.error(site.where("container.binds." + std::to_string(i) + ".host"),
                             "bind path '" + c.binds[i].host + "' does not exist on " + node(),
                             "checked " + on_node(c.binds[i].host) + "; the container runtime refuses to bind a missing path");
-        size_t images = 0;
+        size_t images = 0, named = 0;
         for (size_t s = 0; s < site.stacks.size(); ++s) {
             const Stack& stack = site.stacks[s];
-            if (stack.image.empty() || stack.python.layout != PythonLayout::container_venv) continue;
+            if (stack.image.empty()) continue;
+            switch (options.stacks.size() > s ? options.stacks[s].image : StackImage::by_layout) {
+                case StackImage::by_layout:
+                    if (stack.python.layout != PythonLayout::container_venv) continue;
+                    break;
+                case StackImage::none: continue;
+                case StackImage::file: break;
+                case StackImage::named: ++named; continue;  // in the runtime's store, not a file
+            }
             ++images;
             const std::string in_stack = options.stacks.size() > s ? options.stacks[s].install_dir + "/" + stack.image : "";
             const std::string in_dir = c.image_dir + "/" + stack.image;
@@ -311,7 +319,8 @@ struct Doctor {
                         "image '" + stack.image + "' of stack '" + stack.module_full_name() + "' is missing on " + node(),
                         "the module looks for it in " + on_node(in_stack.empty() ? in_dir : in_stack + " and " + in_dir));
         }
-        checked.push_back("container: " + plural(c.binds.size(), "bind path") + ", " + plural(images, "image"));
+        checked.push_back("container: " + plural(c.binds.size(), "bind path") + ", " + plural(images, "image") +
+                          (named ? ", " + plural(named, "named image") + " (the runtime's own, not files: not checked)" : ""));
     }
 
     // The network plugin's library in its host directory, under a name NCCL/RCCL load: the

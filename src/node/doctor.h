@@ -30,10 +30,17 @@ public:
 // The real probe: files under `root` ("/" = this node), programs by posix_spawn.
 std::unique_ptr<NodeProbe> make_node_probe(const std::string& root);
 
+// What a stack's `image` is on the node. node/ cannot read plan/'s traits, so the caller says:
+// a file the module looks for (in the install dir, then image_dir), a name the runtime keeps
+// in its own store (podman-hpc's migrated images, uenv labels), or nothing (python outside a
+// container). by_layout: a file when the layout is container-venv (callers without traits).
+enum class StackImage { by_layout, none, file, named };
+
 // Where one stack lives once deployed (computed by the caller from the plan's paths).
 struct DeployedStack {
     std::string install_dir;  // <prefix>/software/<name>/<version>
     std::string modulefile;   // <prefix>/modulefiles/<name>/<version>.lua
+    StackImage image = StackImage::by_layout;
 };
 
 struct DoctorOptions {

@@ -81,8 +81,8 @@ std::string program(const Site& site, const Stack& stack) {
          "rank. On one node without a scheduler, `acceptance.py --direct N` (with the stack's python)\n"
          "launches N ranks here, bound as the site's launcher binds them.\n"
          "\n"
-         "Every rank checks that its CPU affinity is the set the site implies, that it sees the one\n"
-         "device the visibility policy gives it, that all_reduce gives the exact sum, and (NCCL/RCCL\n"
+         "Every rank checks that its CPU affinity is the set the site implies, that it sees the\n"
+         "devices the visibility policy gives it, that all_reduce gives the exact sum, and (NCCL/RCCL\n"
          "with a network plugin) that the plugin carries the traffic; rank 0 reports the all_reduce\n"
          "bus bandwidth and one verdict line: ACCEPTANCE PASS, or ACCEPTANCE FAIL with the failing ranks.\n"
          "\"\"\"\n";
@@ -161,7 +161,15 @@ std::string acceptance_site_values(const Site& site, const Stack& stack) {
     s += "LIBRARY = " + python_string(to_string(c.library)) + "  # collectives.library\n";
     s += "GPU_VENDOR = " + python_string(to_string(hw.gpu_vendor)) + "\n";
     s += "DEVICES_PER_NODE = " + std::to_string(hw.devices_per_node) + "\n";
-    s += py_line("VISIBILITY_VAR = " + python_string(c.visibility_var) + "  # the rank wrapper gives each rank one device");
+    s += py_line("VISIBILITY_VAR = " + python_string(c.visibility_var) + "  # collectives.visibility_var");
+    s += "# collectives.visibility: narrow (the wrapper narrows VISIBILITY_VAR to one device per rank),\n"
+         "# all (each rank sees every device of its node and uses device LOCAL_RANK), shared (narrowed\n"
+         "# to device LOCAL_RANK / RANKS_PER_DEVICE, which that many ranks share).\n";
+    s += "VISIBILITY = " + python_string(to_string(c.visibility)) + "\n";
+    s += "RANKS_PER_DEVICE = " + std::to_string(ranks_per_device(site)) + "\n";
+    s += "# batch.rank_starter: torchrun starts the node's ranks in one launcher task (no per-rank\n"
+         "# binding or narrowing; each rank sees the node's devices and uses device LOCAL_RANK).\n";
+    s += "RANK_STARTER = " + python_string(to_string(site.batch.rank_starter)) + "\n";
     s += "CPUS_PER_TASK = " + std::to_string(cpus_per_rank(site)) + "\n";
     s += "# The cores of each local rank as the batch script's launcher binds them (node/topology:\n"
          "# hardware.device_cores, reserved_cores, binding); None: the site does not bind ranks.\n";

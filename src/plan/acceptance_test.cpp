@@ -86,3 +86,28 @@ TEST_CASE("acceptance: needs the batch script planned first", "[acceptance]") {
     std::vector<PlannedFile> files;
     CHECK_THROWS_AS(plan_acceptance(site, site.stacks.front(), {"/p"}, files), std::invalid_argument);
 }
+
+TEST_CASE("acceptance: the visibility policy and rank starter are literals", "[acceptance]") {
+    // LUMI as seeded: narrow, one rank per GCD, ranks started by srun.
+    const std::string lumi = planned(plan_of(test::load_seed_site("lumi")), "runscripts/acceptance.py").contents;
+    CHECK_THAT(lumi, Catch::Contains("\nVISIBILITY = 'narrow'\nRANKS_PER_DEVICE = 1\n"));
+    CHECK_THAT(lumi, Catch::Contains("\nRANK_STARTER = 'launcher'\n"));
+    // Aurora's 48-rank CCS run: 4 ranks share each tile.
+    Site ccs = test::load_seed_site("aurora");
+    ccs.collectives.visibility = VisibilityPolicy::shared;
+    ccs.collectives.ranks_per_device = 4;
+    CHECK_THAT(planned(plan_of(ccs), "runscripts/acceptance.py").contents,
+               Catch::Contains("\nVISIBILITY = 'shared'\nRANKS_PER_DEVICE = 4\n"));
+    // ranks_per_device only counts under shared.
+    Site all = test::load_seed_site("aurora");
+    all.collectives.visibility = VisibilityPolicy::all;
+    all.collectives.ranks_per_device = 4;
+    CHECK_THAT(planned(plan_of(all), "runscripts/acceptance.py").contents,
+               Catch::Contains("\nVISIBILITY = 'all'\nRANKS_PER_DEVICE = 1\n"));
+    // torchrun: no per-rank binding to expect.
+    Site torchrun = test::load_seed_site("local");
+    torchrun.batch.rank_starter = RankStarter::torchrun;
+    const std::string tr = planned(plan_of(torchrun), "runscripts/acceptance.py").contents;
+    CHECK_THAT(tr, Catch::Contains("\nRANK_STARTER = 'torchrun'\n"));
+    CHECK_THAT(tr, Catch::Contains("\nRANK_CORES = None\n"));
+}

@@ -4,6 +4,7 @@
 #   holding its bind paths, image and base modules: no mismatches, exit 0;
 # - planted mismatches (cores, device_cores, reserved cores, NICs, socket interfaces, a bind
 #   path, the image, a base module): each reported at its file:line:col, exit 1;
+# - named images (podman-hpc, uenv) are not looked for as files; a pyxis image file is;
 # - `sitegen doctor local` on this machine: passes (when this machine has the local site's
 #   2 cores; elsewhere it must say how many it has), and a mutated local site fails at the
 #   mutated keys (cores, NIC, python, socket interface);
@@ -130,6 +131,45 @@ check_contains "local mutated: socket interface" \
   "$m:27:1: error: GLOO_SOCKET_IFNAME names network interface 'ib7', which this node does not have" "$err"
 check_contains "local mutated: python" \
   "$m:31:11: error: python version is '3.9' but /usr/bin/python3 on this node is 3.11." "$err"
+
+# Container runtimes whose `image` is a name the runtime stores (podman-hpc's migrated image,
+# a uenv label): nothing to look for on disk, so no mismatch, and the checked line says so. A
+# file image (pyxis' squashfs under image_dir) is still looked for, at its key, also with
+# python in the image's system (container-system).
+runtime_site() {  # runtime_site NAME RUNTIME IMAGE [CONTAINER-LINES]: sites under $SCRATCH/rt
+  mkdir -p "$SCRATCH/rt/$1"
+  /usr/bin/python3 - "$root/sites/local/site.toml" "$SCRATCH/rt/$1/site.toml" "$@" <<'PY'
+import sys
+src, dst, name, runtime, image = sys.argv[1:6]
+lines = sys.argv[6] + '\n' if len(sys.argv) > 6 else ''
+text = open(src).read()
+for old, new in (('name = "local"', 'name = "%s"' % name), ('layout = "system"', 'layout = "container-system"'),
+                 ('interpreter = "/usr/bin/python3"\n', ''),
+                 ('[python]', '[container]\nruntime = "%s"\n%s\n[python]' % (runtime, lines)),
+                 ('keywords = ', 'image = "%s"\nkeywords = ' % image)):
+    assert old in text, old
+    text = text.replace(old, new)
+open(dst, 'w').write(text)
+PY
+}
+runtime_site podman podman-hpc registry.nersc.gov/library/torch:2.4
+runtime_site uenv uenv pytorch/v2.4.0:v1 'view = "default"'
+runtime_site pyxis pyxis torch.sqsh 'image_dir = "/images"'
+for site in podman uenv; do
+  code=$(doctor "$SCRATCH/rt" "$site" --topology "$fixtures/local.xml" --root "$node")
+  check_eq "$site: a named image is no mismatch, exit 0" "0" "$code"
+  if [[ $code != 0 ]]; then cat "$SCRATCH/err"; fi
+  check_contains "$site: what was checked" \
+    "  checked container: 0 bind paths, 0 images, 1 named image (the runtime's own, not files: not checked)" "$(<"$SCRATCH/out")"
+done
+check_eq "pyxis: its image file is missing: exit 1" "1" "$(doctor "$SCRATCH/rt" pyxis --topology "$fixtures/local.xml" --root "$node")"
+check_contains "pyxis: at its key" \
+  "$SCRATCH/rt/pyxis/site.toml:45:9: error: image 'torch.sqsh' of stack 'pytorch/1.13.1-cpu' is missing on the node of $fixtures/local.xml" \
+  "$(<"$SCRATCH/err")"
+mkdir -p "$node/images"
+: >"$node/images/torch.sqsh"
+check_eq "pyxis: its image file under image_dir: exit 0" "0" "$(doctor "$SCRATCH/rt" pyxis --topology "$fixtures/local.xml" --root "$node")"
+check_contains "pyxis: what was checked" "  checked container: 0 bind paths, 1 image" "$(<"$SCRATCH/out")"
 
 # Usage and I/O.
 check_eq "no site: exit 2" "2" "$(doctor "$root/sites" "" 2>/dev/null || true)"

@@ -56,8 +56,16 @@ clean() {  # clean RUNSCRIPTS: bash -n and shellcheck on its scripts
   done
 }
 
-# 1. The committed site: narrow, ZE_AFFINITY_MASK = local rank.
-rs=$(build aurora)
+# 1. Narrow (the default; Aurora's committed site says "all"): ZE_AFFINITY_MASK = local rank.
+mkdir -p "$sites/aurora-narrow"
+cat >"$sites/aurora-narrow/site.toml" <<'TOML'
+extends = ["../aurora/site.toml"]
+[site]
+name = "aurora-narrow"
+[collectives]
+visibility = "narrow"
+TOML
+rs=$(build aurora-narrow)
 check_eq "aurora narrow: rank 5" "LOCAL_RANK=5
 MPI_LOCALRANKID=5
 ZE_AFFINITY_MASK=5
@@ -66,7 +74,16 @@ CUDA_VISIBLE_DEVICES=<unset>
 CUDA_MPS_PIPE_DIRECTORY=<unset>
 CUDA_MPS_LOG_DIRECTORY=<unset>" "$(pbs_rank "$rs" 5 12 MPI_LOCALRANKID=5)"
 
-# 2. Every tile visible: the seed's DDP code picks xpu:{MPI_LOCALRANKID} itself.
+# 2. Every tile visible: the seed's DDP code picks xpu:{MPI_LOCALRANKID} itself. The committed
+# site and a copy that says so again give the same wrapper.
+rs=$(build aurora)
+check_eq "aurora as committed: rank 5 sees every tile" "LOCAL_RANK=5
+MPI_LOCALRANKID=5
+ZE_AFFINITY_MASK=<unset>
+ZEX_NUMBER_OF_CCS=<unset>
+CUDA_VISIBLE_DEVICES=<unset>
+CUDA_MPS_PIPE_DIRECTORY=<unset>
+CUDA_MPS_LOG_DIRECTORY=<unset>" "$(pbs_rank "$rs" 5 12 MPI_LOCALRANKID=5)"
 mkdir -p "$sites/aurora-all"
 cat >"$sites/aurora-all/site.toml" <<'TOML'
 extends = ["../aurora/site.toml"]
@@ -240,7 +257,7 @@ variant() {  # variant NAME TOML...: the aurora site extended by the given lines
   printf '%s\n' "${@:2}" >>"$sites/$1/site.toml"
 }
 variant many-ranks '[batch]' 'tasks_per_node = 48'
-refuse many-ranks 5:18 "48 ranks per node but 12 devices: the rank wrapper narrows each rank to device LOCAL_RANK"
+refuse many-ranks 5:18 "48 ranks per node but 12 devices: with visibility = \"all\" each rank picks device LOCAL_RANK, so ranks 12 and above would have none"
 check_eq "many-ranks: the hint names the policy" \
   '  note: to run several ranks on each device, set visibility = "shared" and ranks_per_device = 4 in [collectives]; else tasks_per_node <= devices_per_node' \
   "$("$sitegen" --sites-dir "$sites" check many-ranks 2>&1 | grep 'note:')"

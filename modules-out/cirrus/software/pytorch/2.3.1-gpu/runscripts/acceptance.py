@@ -7,8 +7,8 @@ batch script (same modules, CPU binding, launcher and rank wrapper) with this pr
 rank. On one node without a scheduler, `acceptance.py --direct N` (with the stack's python)
 launches N ranks here, bound as the site's launcher binds them.
 
-Every rank checks that its CPU affinity is the set the site implies, that it sees the one
-device the visibility policy gives it, that all_reduce gives the exact sum, and (NCCL/RCCL
+Every rank checks that its CPU affinity is the set the site implies, that it sees the
+devices the visibility policy gives it, that all_reduce gives the exact sum, and (NCCL/RCCL
 with a network plugin) that the plugin carries the traffic; rank 0 reports the all_reduce
 bus bandwidth and one verdict line: ACCEPTANCE PASS, or ACCEPTANCE FAIL with the failing ranks.
 """
@@ -29,7 +29,15 @@ SCHEDULER_FILE = 'slurm'  # the batch script is acceptance.<this>
 LIBRARY = 'nccl'  # collectives.library
 GPU_VENDOR = 'nvidia'
 DEVICES_PER_NODE = 4
-VISIBILITY_VAR = 'CUDA_VISIBLE_DEVICES'  # the rank wrapper gives each rank one device
+VISIBILITY_VAR = 'CUDA_VISIBLE_DEVICES'  # collectives.visibility_var
+# collectives.visibility: narrow (the wrapper narrows VISIBILITY_VAR to one device per rank),
+# all (each rank sees every device of its node and uses device LOCAL_RANK), shared (narrowed
+# to device LOCAL_RANK / RANKS_PER_DEVICE, which that many ranks share).
+VISIBILITY = 'narrow'
+RANKS_PER_DEVICE = 1
+# batch.rank_starter: torchrun starts the node's ranks in one launcher task (no per-rank
+# binding or narrowing; each rank sees the node's devices and uses device LOCAL_RANK).
+RANK_STARTER = 'launcher'
 CPUS_PER_TASK = 10
 # The cores of each local rank as the batch script's launcher binds them (node/topology:
 # hardware.device_cores, reserved_cores, binding); None: the site does not bind ranks.
@@ -100,20 +108,37 @@ def free_port():
         return s.getsockname()[1]
 
 
-def visible_device(given, local_rank):
-    """The rank wrapper's policy: one device per rank, unless exactly one is already visible."""
+def narrowed():
+    """Whether the rank wrapper narrows VISIBILITY_VAR to the rank's one device (narrow, shared)."""
+    return bool(VISIBILITY_VAR) and VISIBILITY in ('narrow', 'shared') and RANK_STARTER == 'launcher'
+
+
+def sees_all():
+    """Whether each rank sees every device of its node and picks its own by LOCAL_RANK."""
+    return VISIBILITY == 'all' or RANK_STARTER == 'torchrun'
+
+
+def device_index(local_rank):
+    """The node's device a local rank uses: LOCAL_RANK / RANKS_PER_DEVICE."""
+    return local_rank // RANKS_PER_DEVICE
+
+
+def visible_device(given, index):
+    """The rank wrapper's narrowing: entry `index` of the devices the scheduler left visible
+    (round robin), or device `index` when it left none; one visible device stays as it is."""
     if not given:
-        return str(local_rank)
+        return str(index)
     entries = given.split(',')
-    return entries[local_rank % len(entries)]
+    return entries[index % len(entries)]
 
 
 def direct(args):
     n = args.direct
     if n < 1:
         sys.exit('acceptance: --direct N needs N >= 1')
-    if DEVICES_PER_NODE and n > DEVICES_PER_NODE:
-        sys.exit('acceptance: --direct %d: the site has %d devices per node, one per rank' % (n, DEVICES_PER_NODE))
+    if DEVICES_PER_NODE and n > DEVICES_PER_NODE * RANKS_PER_DEVICE:
+        per = 'one per rank' if RANKS_PER_DEVICE == 1 else '%d ranks per device' % RANKS_PER_DEVICE
+        sys.exit('acceptance: --direct %d: the site has %d devices per node, %s' % (n, DEVICES_PER_NODE, per))
     workdir = tempfile.mkdtemp(prefix='sitegen-acceptance-')
     verdict = os.path.join(workdir, 'verdict')
     port = str(free_port())
@@ -124,8 +149,8 @@ def direct(args):
                    MASTER_ADDR='127.0.0.1', MASTER_PORT=port, SITEGEN_ACCEPTANCE_VERDICT=verdict)
         for name, value in COLLECTIVE_ENV:
             env.setdefault(name, value)
-        if VISIBILITY_VAR and DEVICES_PER_NODE:
-            env[VISIBILITY_VAR] = visible_device(os.environ.get(VISIBILITY_VAR, ''), rank)
+        if narrowed() and DEVICES_PER_NODE:
+            env[VISIBILITY_VAR] = visible_device(os.environ.get(VISIBILITY_VAR, ''), device_index(rank))
         if RANK_CORES:
             env['SITEGEN_ACCEPTANCE_BIND'] = ','.join(str(c) for c in RANK_CORES[rank % len(RANK_CORES)])
         procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__)] + passthrough(args), env=env))
@@ -193,6 +218,9 @@ def affinity(me):
         want = RANK_CORES[me.local_rank % len(RANK_CORES)]
         me.check('affinity', cpus == want, 'cpus %s, the site binds local rank %d to %s'
                  % (cpu_list(cpus), me.local_rank, cpu_list(want)))
+    elif RANK_STARTER == 'torchrun':
+        me.check('affinity', len(cpus) >= CPUS_PER_TASK, 'cpus %s; torchrun starts the ranks in one task per node, '
+                 'whose CPUs they share: at least %d for each (checked below)' % (cpu_list(cpus), CPUS_PER_TASK))
     else:
         me.check('affinity', len(cpus) >= CPUS_PER_TASK, 'cpus %s; the site does not bind ranks: at least %d, '
                  'not shared with other ranks (checked below)' % (cpu_list(cpus), CPUS_PER_TASK))
@@ -200,8 +228,9 @@ def affinity(me):
 
 
 def devices(me, torch):
-    """Checks the rank sees exactly the one device the visibility policy gives it; returns the
-    torch device for the collectives (None when there is none to use)."""
+    """Checks the rank sees the devices the visibility policy gives it: its one device (narrow,
+    shared), or every device of its node with device LOCAL_RANK among them (all, torchrun);
+    returns the torch device for the collectives (None when there is none to use)."""
     if not DEVICES_PER_NODE:
         me.check('devices', True, 'none promised (CPU-only site)')
         return torch.device('cpu')
@@ -218,21 +247,29 @@ def devices(me, torch):
         kind = 'cuda'
     count = runtime.device_count() if runtime is not None and runtime.is_available() else 0
     shown = '%s=%s' % (VISIBILITY_VAR, visible or '(unset)') if VISIBILITY_VAR else 'no visibility variable'
-    one = (not VISIBILITY_VAR or (visible and ',' not in visible)) and count == 1
-    me.check('devices', one, 'sees %d %s device%s (%s); the site promises 1 per rank'
-             % (count, kind, '' if count == 1 else 's', shown))
+    want = device_index(me.local_rank)
+    if sees_all():
+        ok = count == DEVICES_PER_NODE
+        promise = 'all %d of its node, device %d for local rank %d' % (DEVICES_PER_NODE, want, me.local_rank)
+        index = want
+    else:
+        ok = (not VISIBILITY_VAR or (visible and ',' not in visible)) and count == 1
+        promise = '1 per rank' if RANKS_PER_DEVICE == 1 else \
+            '1 per rank, device %d shared by %d ranks' % (want, RANKS_PER_DEVICE)
+        index = 0 if count == 1 else me.local_rank % max(count, 1)
+    me.check('devices', ok, 'sees %d %s device%s (%s); the site promises %s'
+             % (count, kind, '' if count == 1 else 's', shown, promise))
     device = None
-    if count > 0:
-        index = 0 if count == 1 else me.local_rank % count
+    if 0 <= index < count:
         device = torch.device(kind, index)
         if kind == 'cuda':
             torch.cuda.set_device(device)
         try:
             props = runtime.get_device_properties(index)
             uuid = getattr(props, 'uuid', None)
-            me.device_id = str(uuid) if uuid else '%s %s' % (shown, getattr(props, 'name', kind))
-        except Exception:  # noqa: BLE001 (any runtime error: identify it by the variable)
-            me.device_id = shown
+            me.device_id = str(uuid) if uuid else '%s %s:%d %s' % (shown, kind, index, getattr(props, 'name', kind))
+        except Exception:  # noqa: BLE001 (any runtime error: identify it by the variable and index)
+            me.device_id = '%s %s:%d' % (shown, kind, index)
     if BACKENDS[LIBRARY] == 'gloo':
         return torch.device('cpu')  # gloo reduces host memory, whatever the rank sees
     return device
@@ -296,22 +333,36 @@ def network_plugin(me, logdir):
 
 
 def cross_checks(results):
-    """Checks that need every rank: ranks of a node must not share devices, and without a
-    binding in the site, ranks of a node that share CPUs need CPUS_PER_TASK each of them."""
+    """Checks that need every rank: ranks of a node share a device only as the site says (none
+    share, or the RANKS_PER_DEVICE local ranks of one LOCAL_RANK / RANKS_PER_DEVICE share one,
+    and those use the same one), and without a binding in the site, ranks of a node that share
+    CPUs need CPUS_PER_TASK each of them."""
     failures = {}
     by_host = {}
     for r in results:
         by_host.setdefault(r['host'], []).append(r)
     for host, ranks in sorted(by_host.items()):
-        seen = {}
+        seen, groups = {}, {}
         for r in ranks:
             if r['device_id'] is not None:
-                seen.setdefault(r['device_id'], []).append(r['rank'])
+                seen.setdefault(r['device_id'], []).append(r)
+                groups.setdefault(device_index(r['local_rank']), []).append(r)
         for dev, sharing in seen.items():
-            if len(sharing) > 1:
-                for rank in sharing:
-                    failures.setdefault(rank, []).append(
-                        ('devices', 'ranks %s on %s share one device (%s)' % (rank_list(sharing), host, dev)))
+            if len(set(device_index(r['local_rank']) for r in sharing)) > 1:
+                names = rank_list(r['rank'] for r in sharing)
+                why = 'ranks %s on %s share one device (%s)' % (names, host, dev)
+                if RANKS_PER_DEVICE > 1:
+                    why += ', which the site gives only to %d local ranks of one LOCAL_RANK / %d' % (
+                        RANKS_PER_DEVICE, RANKS_PER_DEVICE)
+                for r in sharing:
+                    failures.setdefault(r['rank'], []).append(('devices', why))
+        for index, group in sorted(groups.items()):
+            used = sorted(set(r['device_id'] for r in group))
+            if len(used) > 1:
+                why = 'ranks %s on %s should share device %d (LOCAL_RANK / %d) but use %s' % (
+                    rank_list(r['rank'] for r in group), host, index, RANKS_PER_DEVICE, ' and '.join(used))
+                for r in group:
+                    failures.setdefault(r['rank'], []).append(('devices', why))
         if RANK_CORES:
             continue
         sets = {}
@@ -407,7 +458,7 @@ def run_rank(args):
         shutil.rmtree(logdir, ignore_errors=True)
     for name, ok, detail in me.checks:
         me.say('%s %s: %s' % (name, 'ok' if ok else 'FAIL', detail))
-    result = {'rank': me.rank, 'host': me.host, 'cpus': cpus, 'device_id': me.device_id,
+    result = {'rank': me.rank, 'local_rank': me.local_rank, 'host': me.host, 'cpus': cpus, 'device_id': me.device_id,
               'checks': me.checks, 'timings': me.timings}
     results = [None] * me.world
     dist.all_gather_object(results, result)
