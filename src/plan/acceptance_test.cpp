@@ -28,7 +28,9 @@ TEST_CASE("acceptance: every seed stack ships acceptance.py and acceptance.<sche
         INFO("site " << name);
         const Site site = test::load_seed_site(name);
         const StackPlan plan = plan_of(site);
-        const std::string sched = site.site.scheduler == Scheduler::slurm ? "slurm" : "pbs";
+        const std::string sched = site.site.scheduler == Scheduler::slurm ? "slurm"
+                                  : site.site.scheduler == Scheduler::flux ? "flux"
+                                                                            : "pbs";
         const PlannedFile& job = planned(plan, "runscripts/acceptance." + sched);
         const PlannedFile& py = planned(plan, "runscripts/acceptance.py");
         CHECK(job.executable);
@@ -36,7 +38,7 @@ TEST_CASE("acceptance: every seed stack ships acceptance.py and acceptance.<sche
         // The acceptance job runs the stack's own batch script, with its directives.
         CHECK_THAT(job.contents, Catch::Contains("\"$runscripts/job." + sched + "\" \"$program\" \"$@\""));
         const std::string& batch = planned(plan, "runscripts/job." + sched).contents;
-        const std::string directive = sched == "slurm" ? "#SBATCH --nodes=" : "#PBS -l select=";
+        const std::string directive = sched == "slurm" ? "#SBATCH --nodes=" : sched == "flux" ? "# flux: -N " : "#PBS -l select=";
         const size_t at = batch.find(directive);
         REQUIRE(at != std::string::npos);
         CHECK_THAT(job.contents, Catch::Contains(batch.substr(at, batch.find('\n', at) - at + 1)));

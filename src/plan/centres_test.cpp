@@ -1,6 +1,6 @@
-// Centres described from their own documentation (ALCF Polaris, NERSC Perlmutter): binding,
-// GPU-to-rank mapping, network variables, module names and job script shape, written by hand
-// from the pages cited in sites/<name>/site.toml.
+// Centres described from their own documentation (ALCF Polaris, NERSC Perlmutter, CSCS Alps,
+// LLNL Tuolumne): binding, GPU-to-rank mapping, network variables, module names and job script
+// shape, written by hand from the pages cited in sites/<name>/site.toml.
 #include <catch2/catch.hpp>
 
 #include "plan/stack_plan.h"
@@ -167,4 +167,93 @@ TEST_CASE("Perlmutter job script: the pytorch module, srun with masks, -c 32, on
     const std::string lua = ending(files, "/modulefiles/pytorch-dist/2.8.0.lua");
     CHECK(lua.find("depends_on(\"pytorch/2.8.0\")\n") != std::string::npos);
     CHECK(lua.find("setenv(\"FI_MR_CACHE_MONITOR\", \"userfaultfd\")\n") != std::string::npos);
+}
+
+TEST_CASE("Alps masks give rank r the 72 Grace cores CSCS's srun -c72 gives it", "[centres]") {
+    const auto files = all_outputs("alps");
+    const std::string job = ending(files, "/runscripts/job.slurm");
+    // docs.cscs.ch/running/slurm (affinity example): `srun -n8 -N2 -c72` puts rank r of a node on
+    // cores 72r..72r+71, and --gpus-per-task=1 gives it its own GPU; sitegen's rank r has GPU r.
+    const auto masks = split(assigned(job, "CPU_MASKS"), ',');
+    REQUIRE(masks.size() == 4);
+    for (int r = 0; r < 4; ++r) {
+        INFO("local rank " << r);
+        CHECK(mask_cores(masks[r]) == range(72 * r, 72 * r + 71));
+    }
+    CHECK(masks[0] == "0x" + std::string(18, 'f'));
+    CHECK(masks[3] == "0x" + std::string(18, 'f') + std::string(54, '0'));
+    // The pytorch uenv entered by srun's uenv plugin, --view=default, with the masks.
+    CHECK(job.find("SITEGEN_CONTAINER=1 srun --cpu-bind=mask_cpu:\"$CPU_MASKS\" --uenv=\"$SIFPYTORCH\" --view=default "
+                   "\"$RUNSCRIPTS/python-distributed\" \"$@\"\n") != std::string::npos);
+    // Slurm's one GPU per task (CUDA_VISIBLE_DEVICES=0 in each task) is kept, not replaced by LOCAL_RANK.
+    const std::string wrapper = ending(files, "/runscripts/python-distributed");
+    CHECK(wrapper.find("if [[ -z ${CUDA_VISIBLE_DEVICES:-} ]]; then\n  export CUDA_VISIBLE_DEVICES=\"$LOCAL_RANK\"\n") !=
+          std::string::npos);
+}
+
+TEST_CASE("Alps job script: CSCS's directives, the uenv label as the module's image, the logs/ directory", "[centres]") {
+    const auto files = all_outputs("alps");
+    const std::string job = ending(files, "/runscripts/job.slurm");
+    CHECK(job.find("#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n#SBATCH --cpus-per-task=72\n") != std::string::npos);
+    CHECK(job.find("#SBATCH --output=logs/slurm-%x-%j.log\n#SBATCH --gpus-per-task=1\n") != std::string::npos);
+    CHECK(job.find("--gpus-per-node") == std::string::npos);
+    CHECK(job.find("module load pytorch/2.8.0-uenv-v1\n") != std::string::npos);
+    CHECK(ending(files, "/runscripts/submit").find("logs") != std::string::npos);
+    const std::string lua = ending(files, "/modulefiles/pytorch/2.8.0-uenv-v1.lua");
+    CHECK(lua.find("setenv(\"SIF\", \"pytorch/v2.8.0:v1\")\n") != std::string::npos);
+}
+
+TEST_CASE("Alps module and ranks carry CSCS's NCCL and libfabric variables", "[centres]") {
+    const auto files = all_outputs("alps");
+    const std::string lua = ending(files, "/modulefiles/pytorch/2.8.0-uenv-v1.lua");
+    // docs/software/communication/nccl_env_vars, in the module's sorted order.
+    CHECK(lua.find("setenv(\"FI_CXI_DEFAULT_CQ_SIZE\", \"131072\")\n"
+                   "setenv(\"FI_CXI_DEFAULT_TX_SIZE\", \"16384\")\n"
+                   "setenv(\"FI_CXI_DISABLE_HOST_REGISTER\", \"1\")\n"
+                   "setenv(\"FI_CXI_RX_MATCH_MODE\", \"software\")\n"
+                   "setenv(\"FI_MR_CACHE_MONITOR\", \"userfaultfd\")\n") != std::string::npos);
+    CHECK(lua.find("setenv(\"NCCL_CROSS_NIC\", \"1\")\n"
+                   "setenv(\"NCCL_NET\", \"AWS Libfabric\")\n"
+                   "setenv(\"NCCL_NET_GDR_LEVEL\", \"PHB\")\n"
+                   "setenv(\"NCCL_PROTO\", \"^LL128\")\n") != std::string::npos);
+    // CSCS: never NCCL_NET_PLUGIN with a uenv.
+    CHECK(lua.find("NCCL_NET_PLUGIN") == std::string::npos);
+    const std::string wrapper = ending(files, "/runscripts/python-distributed");
+    CHECK(wrapper.find("NCCL_NET_PLUGIN") == std::string::npos);
+    CHECK(wrapper.find("NCCL_NET='AWS Libfabric'") != std::string::npos);
+}
+
+TEST_CASE("Tuolumne: flux run with 21 cores and one APU per rank, as LLNL's launcher does", "[centres]") {
+    const auto files = all_outputs("tuolumne");
+    const std::string job = ending(files, "/runscripts/job.flux");
+    // HPC-launcher's El Capitan family: `flux run --exclusive -N2 -n8 -c21 -g1`; queue pbatch.
+    CHECK(job.find("flux run -N \"$NNODES\" -n \"$((NNODES * 4))\" -c 21 -g 1 -o cpu-affinity=per-task "
+                   "-o gpu-affinity=off \"$RUNSCRIPTS/python-distributed\" \"$@\"\n") != std::string::npos);
+    CHECK(job.find("# flux: -N 2\n# flux: --exclusive\n# flux: -t 30m\n# flux: --queue=pbatch\n# flux: --bank=<bank>\n") !=
+          std::string::npos);
+    CHECK(job.find("module load rocm/6.4.1\nmodule load cray-python/3.11.7\nmodule load pytorch/2.8.0-rocm-6.4\n") !=
+          std::string::npos);
+    // The APU by the wrapper: ROCR_VISIBLE_DEVICES = the Flux task's local id (Flux sets only CUDA_VISIBLE_DEVICES).
+    const std::string wrapper = ending(files, "/runscripts/python-distributed");
+    CHECK(wrapper.find("export RANK=\"$FLUX_TASK_RANK\" WORLD_SIZE=\"$FLUX_JOB_SIZE\" LOCAL_RANK=\"$FLUX_TASK_LOCAL_ID\"") !=
+          std::string::npos);
+    CHECK(wrapper.find("  export ROCR_VISIBLE_DEVICES=\"$LOCAL_RANK\"\n") != std::string::npos);
+}
+
+TEST_CASE("Tuolumne module sets the RCCL and libfabric values of LLNL's HPC-launcher", "[centres]") {
+    const auto files = all_outputs("tuolumne");
+    const std::string lua = ending(files, "/modulefiles/pytorch/2.8.0-rocm-6.4.lua");
+    CHECK(lua.find("depends_on(\"rocm/6.4.1\")\ndepends_on(\"cray-python/3.11.7\")\n") != std::string::npos);
+    CHECK(lua.find("setenv(\"FI_CXI_DEFAULT_CQ_SIZE\", \"131072\")\n"
+                   "setenv(\"FI_CXI_DEFAULT_TX_SIZE\", \"1024\")\n"
+                   "setenv(\"FI_CXI_DISABLE_HOST_REGISTER\", \"1\")\n"
+                   "setenv(\"FI_CXI_RX_MATCH_MODE\", \"hybrid\")\n"
+                   "setenv(\"FI_MR_CACHE_MONITOR\", \"userfaultfd\")\n"
+                   "setenv(\"MPICH_OFI_NIC_POLICY\", \"GPU\")\n"
+                   "setenv(\"NCCL_CROSS_NIC\", \"1\")\n"
+                   "setenv(\"NCCL_MIN_NCHANNELS\", \"24\")\n"
+                   "setenv(\"NCCL_NET_GDR_LEVEL\", \"3\")\n"
+                   "setenv(\"NCCL_SOCKET_IFNAME\", \"hsi0\")\n") != std::string::npos);
+    // Without LC's plugin directory NCCL_NET is not forced (RCCL would fail at init).
+    CHECK(lua.find("NCCL_NET\"") == std::string::npos);
 }

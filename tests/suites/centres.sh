@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The centres described from their own documentation (sites/polaris, sites/perlmutter): every
-# rank of a 2-node job runs the rank wrapper under its scheduler's environment (PALS/PBS for
-# Polaris, Slurm for Perlmutter) and gets the rank, sizes, master and GPU written here by hand;
+# The centres described from their own documentation (sites/polaris, perlmutter, alps,
+# tuolumne): every rank of a 2-node job runs the rank wrapper under its scheduler's environment
+# (PALS/PBS for Polaris, Slurm for Perlmutter and Alps, Flux for Tuolumne: tests/tools/flux) and gets the rank, sizes, master and GPU written here by hand;
 # with its line of the job script's binding, each GPU gets the cores its centre documents. The
 # job scripts run with stand-ins for module, mpiexec and srun that print what they receive.
 set -euo pipefail
@@ -10,10 +10,13 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tests/tools/common.sh
 source "$root/tests/tools/common.sh"
 need_tool shellcheck
-"$sitegen" --sites-dir "$root/sites" --out-dir "$SCRATCH" build polaris perlmutter >/dev/null
+"$sitegen" --sites-dir "$root/sites" --out-dir "$SCRATCH" build polaris perlmutter alps tuolumne >/dev/null
 polaris=$SCRATCH/modules-out/polaris/software/pytorch/2.8.0-conda-2025-09-25/runscripts
 perlmutter=$SCRATCH/modules-out/perlmutter/software/pytorch-dist/2.8.0/runscripts
-for f in "$polaris/job.pbs" "$polaris/python-distributed" "$perlmutter/job.slurm" "$perlmutter/python-distributed"; do
+alps=$SCRATCH/modules-out/alps/software/pytorch/2.8.0-uenv-v1/runscripts
+tuolumne=$SCRATCH/modules-out/tuolumne/software/pytorch/2.8.0-rocm-6.4/runscripts
+for f in "$polaris/job.pbs" "$polaris/python-distributed" "$perlmutter/job.slurm" "$perlmutter/python-distributed" \
+  "$alps/job.slurm" "$alps/submit" "$alps/python-distributed" "$tuolumne/job.flux" "$tuolumne/python-distributed"; do
   if bash -n "$f" && shellcheck -s bash "$f"; then pass; else fail "$f is not clean"; fi
 done
 
@@ -27,11 +30,14 @@ cat >"$fake/python" <<'PY'
 printf 'RANK=%s LOCAL_RANK=%s WORLD_SIZE=%s LOCAL_WORLD_SIZE=%s MASTER_ADDR=%s MASTER_PORT=%s CUDA_VISIBLE_DEVICES=%s ARGS=%s\n' \
   "${RANK-}" "${LOCAL_RANK-}" "${WORLD_SIZE-}" "${LOCAL_WORLD_SIZE-}" "${MASTER_ADDR-}" "${MASTER_PORT-}" \
   "${CUDA_VISIBLE_DEVICES-<unset>}" "$*"
-for v in NCCL_NET_GDR_LEVEL NCCL_CROSS_NIC NCCL_COLLNET_ENABLE FI_CXI_DISABLE_HOST_REGISTER FI_MR_CACHE_MONITOR FI_CXI_DEFAULT_CQ_SIZE; do
+for v in NCCL_NET_GDR_LEVEL NCCL_CROSS_NIC NCCL_COLLNET_ENABLE FI_CXI_DISABLE_HOST_REGISTER FI_MR_CACHE_MONITOR FI_CXI_DEFAULT_CQ_SIZE \
+  NCCL_NET NCCL_PROTO FI_CXI_DEFAULT_TX_SIZE FI_CXI_RX_MATCH_MODE NCCL_MIN_NCHANNELS NCCL_SOCKET_IFNAME MPICH_OFI_NIC_POLICY \
+  ROCR_VISIBLE_DEVICES FAKE_FLUX_TASK_CPUS; do
   [[ -z ${!v+x} ]] || printf 'ENV %s=%s\n' "$v" "${!v}"
 done
 PY
 printf '#!/bin/bash\n# stand-in for the module command\necho "module $*"\n' >"$fake/module"
+cp "$fake/python" "$fake/python3"  # the uenv view's interpreter (Alps)
 for launcher in mpiexec srun; do
   printf '#!/bin/bash\n# stand-in for %s: its arguments, one per bracket\nprintf %%s %s; printf " [%%s]" "$@"; echo\n' \
     "$launcher" "$launcher" >"$fake/$launcher"
@@ -140,4 +146,97 @@ check_eq "perlmutter: job.slurm directives" "#SBATCH --job-name=pytorch-dist
 #SBATCH --constraint=gpu
 #SBATCH --gpus-per-task=1
 #SBATCH --gpu-bind=none" "$(grep '^#SBATCH' "$perlmutter/job.slurm")"
+# ---- Alps: srun with the pytorch uenv, one GPU per task ---------------------------------------
+# --gpus-per-task=1: Slurm gives each task its own GPU, which the task sees as device 0
+# (docs.cscs.ch/running/slurm: "gpu 0" with a different UUID on every rank).
+alps_rank() {  # alps_rank RANK [VAR=value...]: the wrapper as srun starts rank RANK of 8
+  env -i PATH="$fake:/usr/bin:/bin" SLURM_JOB_ID=1234567 SLURM_STEP_ID=0 SLURM_PROCID="$1" SLURM_NTASKS=8 \
+    SLURM_LOCALID=$(($1 % 4)) SLURM_NODEID=$(($1 / 4)) SLURM_STEP_TASKS_PER_NODE='4(x2)' \
+    SLURM_STEP_NODELIST='nid[006363,006375]' CUDA_VISIBLE_DEVICES=0 SITEGEN_CONTAINER=1 "${@:2}" \
+    bash "$alps/python-distributed" train.py
+}
+got=""
+for r in 0 1 2 3 4 5 6 7; do got+=$(alps_rank "$r" | sed -n 1p)$'\n'; done
+# MASTER_PORT = 29500 + 1234567 % 1000; the first host of the step is the master.
+check_eq "alps: 8 ranks on 2 nodes, each keeps the one GPU Slurm gave it" "RANK=0 LOCAL_RANK=0 WORLD_SIZE=8 LOCAL_WORLD_SIZE=4 MASTER_ADDR=nid006363 MASTER_PORT=30067 CUDA_VISIBLE_DEVICES=0 ARGS=train.py
+RANK=1 LOCAL_RANK=1 WORLD_SIZE=8 LOCAL_WORLD_SIZE=4 MASTER_ADDR=nid006363 MASTER_PORT=30067 CUDA_VISIBLE_DEVICES=0 ARGS=train.py
+RANK=2 LOCAL_RANK=2 WORLD_SIZE=8 LOCAL_WORLD_SIZE=4 MASTER_ADDR=nid006363 MASTER_PORT=30067 CUDA_VISIBLE_DEVICES=0 ARGS=train.py
+RANK=3 LOCAL_RANK=3 WORLD_SIZE=8 LOCAL_WORLD_SIZE=4 MASTER_ADDR=nid006363 MASTER_PORT=30067 CUDA_VISIBLE_DEVICES=0 ARGS=train.py
+RANK=4 LOCAL_RANK=0 WORLD_SIZE=8 LOCAL_WORLD_SIZE=4 MASTER_ADDR=nid006363 MASTER_PORT=30067 CUDA_VISIBLE_DEVICES=0 ARGS=train.py
+RANK=5 LOCAL_RANK=1 WORLD_SIZE=8 LOCAL_WORLD_SIZE=4 MASTER_ADDR=nid006363 MASTER_PORT=30067 CUDA_VISIBLE_DEVICES=0 ARGS=train.py
+RANK=6 LOCAL_RANK=2 WORLD_SIZE=8 LOCAL_WORLD_SIZE=4 MASTER_ADDR=nid006363 MASTER_PORT=30067 CUDA_VISIBLE_DEVICES=0 ARGS=train.py
+RANK=7 LOCAL_RANK=3 WORLD_SIZE=8 LOCAL_WORLD_SIZE=4 MASTER_ADDR=nid006363 MASTER_PORT=30067 CUDA_VISIBLE_DEVICES=0 ARGS=train.py
+" "$got"
+# Without --gpus-per-task every rank would see all four (CSCS: "most applications using the first
+# GPU on all ranks"); the wrapper then still gives local rank i GPU i.
+check_eq "alps: all four GPUs visible, the local rank's one" "CUDA_VISIBLE_DEVICES=2" \
+  "$(alps_rank 6 CUDA_VISIBLE_DEVICES=0,1,2,3 | grep -o 'CUDA_VISIBLE_DEVICES=[^ ]*')"
+# CSCS's nccl_env_vars on a rank started without the module.
+check_eq "alps: CSCS's NCCL/libfabric settings on every rank" "ENV NCCL_NET_GDR_LEVEL=PHB
+ENV NCCL_CROSS_NIC=1
+ENV FI_CXI_DISABLE_HOST_REGISTER=1
+ENV FI_MR_CACHE_MONITOR=userfaultfd
+ENV FI_CXI_DEFAULT_CQ_SIZE=131072
+ENV NCCL_NET=AWS Libfabric
+ENV NCCL_PROTO=^LL128
+ENV FI_CXI_DEFAULT_TX_SIZE=16384
+ENV FI_CXI_RX_MATCH_MODE=software" "$(alps_rank 3 | grep '^ENV ')"
+# srun -c72 (docs.cscs.ch/running/slurm): rank r on cores 72r..72r+71, written as masks by hand.
+ones=ffffffffffffffffff zeros=000000000000000000
+check_eq "alps: job.slurm as srun and module see it" "module use /capstor/store/cscs/sitegen/modulefiles
+module load pytorch/2.8.0-uenv-v1
+srun [--cpu-bind=mask_cpu:0x$ones,0x$ones$zeros,0x$ones$zeros$zeros,0x$ones$zeros$zeros$zeros] [--uenv=pytorch/v2.8.0:v1] [--view=default] [/rs/python-distributed] [train.py] [a b]" \
+  "$(env -i PATH="$fake:/usr/bin:/bin" RUNSCRIPTS=/rs SIFPYTORCH=pytorch/v2.8.0:v1 bash "$alps/job.slurm" train.py 'a b')"
+check_eq "alps: job.slurm directives" "#SBATCH --job-name=pytorch
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=4
+#SBATCH --cpus-per-task=72
+#SBATCH --account=<ACCOUNT>
+#SBATCH --time=00:10:00
+#SBATCH --output=logs/slurm-%x-%j.log
+#SBATCH --gpus-per-task=1" "$(grep '^#SBATCH' "$alps/job.slurm")"
+
+# ---- Tuolumne: flux run under the flux stand-in ----------------------------------------------
+ln -s "$root/tests/tools/flux" "$fake/flux"
+test_user=sitegen-centres-$$
+at_exit "rm -rf /tmp/$test_user-miopen-*"
+# F58 job id ƒHd2oW67H8R (the stand-in's) = 123456789012345678: MASTER_PORT 29500 + 678.
+# -o gpu-affinity=off: Flux sets no CUDA_VISIBLE_DEVICES; the wrapper gives the APU by the local id.
+tuolumne_ranks() {
+  local r
+  for r in 0 1 2 3 4 5 6 7; do
+    printf 'RANK=%s LOCAL_RANK=%s WORLD_SIZE=8 LOCAL_WORLD_SIZE=4 MASTER_ADDR=tuolumne1001 MASTER_PORT=30178 CUDA_VISIBLE_DEVICES=<unset> ARGS=train.py x\n' "$r" $((r % 4))
+  done
+}
+: >"$SCRATCH/flux.log"
+out=$(env -i PATH="$fake:/usr/bin:/bin" USER="$test_user" RUNSCRIPTS="$tuolumne" FAKE_FLUX_LOG="$SCRATCH/flux.log" \
+  FAKE_FLUX_HOSTS="tuolumne1001 tuolumne1002" bash "$tuolumne/job.flux" train.py x)
+check_eq "tuolumne: 8 ranks on 2 nodes" "$(tuolumne_ranks)" "$(grep '^RANK=' <<<"$out")"
+check_eq "tuolumne: each rank's APU and Flux's per-task binding" "$(for r in 0 1 2 3 4 5 6 7; do
+  printf 'ENV ROCR_VISIBLE_DEVICES=%s\nENV FAKE_FLUX_TASK_CPUS=per-task\n' $((r % 4)); done)" \
+  "$(grep -E '^ENV (ROCR_VISIBLE_DEVICES|FAKE_FLUX_TASK_CPUS)=' <<<"$out")"
+# LLNL HPC-launcher's settings, once per rank.
+check_eq "tuolumne: RCCL/libfabric settings on every rank" "ENV NCCL_NET_GDR_LEVEL=3
+ENV NCCL_CROSS_NIC=1
+ENV FI_CXI_DISABLE_HOST_REGISTER=1
+ENV FI_MR_CACHE_MONITOR=userfaultfd
+ENV FI_CXI_DEFAULT_CQ_SIZE=131072
+ENV FI_CXI_DEFAULT_TX_SIZE=1024
+ENV FI_CXI_RX_MATCH_MODE=hybrid
+ENV NCCL_MIN_NCHANNELS=24
+ENV NCCL_SOCKET_IFNAME=hsi0
+ENV MPICH_OFI_NIC_POLICY=GPU" "$(awk '/^RANK=5 /{on=1; next} /^RANK=/{on=0} on' <<<"$out" | grep '^ENV ' | grep -vE 'ROCR|FAKE_FLUX')"
+# HPC-launcher: flux run -N2 -n8 -c21 -g1 (its --exclusive is the batch job's here).
+check_eq "tuolumne: the flux run call" "flux run -N 2 -n 8 -c 21 -g 1 -o cpu-affinity=per-task -o gpu-affinity=off $tuolumne/python-distributed train.py x" \
+  "$(grep '^flux run' "$SCRATCH/flux.log")"
+check_eq "tuolumne: modules and directives" "# flux: --job-name=pytorch
+# flux: -N 2
+# flux: --exclusive
+# flux: -t 30m
+# flux: --queue=pbatch
+# flux: --bank=<bank>
+module use /usr/workspace/sitegen/modulefiles
+module load rocm/6.4.1
+module load cray-python/3.11.7
+module load pytorch/2.8.0-rocm-6.4" "$(grep -E '^# flux:' "$tuolumne/job.flux"; grep '^module ' <<<"$out")"
 finish

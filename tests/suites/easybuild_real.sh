@@ -95,7 +95,7 @@ eb_cache=${SITEGEN_EB_CACHE:-${HOME:-/tmp}/.cache/easybuild-5.2.1}
 plugin_lib_in_image=/opt/aws-ofi-rccl/librccl-net.so
 
 # Set per easyconfig by ec_facts and eb_site_facts.py (eval).
-name='' version='' versionsuffix='' layout='' python_version='' python_xy='' conda_root='' conda_env=''
+name='' version='' versionsuffix='' layout='' python_version='' python_xy='' conda_root='' conda_env='' runtime='' image='' view=''
 uses_pip=0 sources=() ext_deps=() components=()
 
 say_pass() { pass; echo "PASS $*"; }
@@ -367,6 +367,24 @@ prepare_sources() {
     mkdir -p "$(dirname "$cached")"
     cp "$dir/$s" "$cached"
   done
+  [[ $runtime == uenv ]] && make_uenv_store "$variant"
+  return 0
+}
+
+# make_uenv_store VARIANT: the stand-in uenv store (tests/tools/eb-standins/uenv) holding the
+# stack's uenv label: its view's bin has a stand-in CPython of the site's version with the
+# stack's components (VARIANT no-torch: without torch).
+make_uenv_store() {
+  local store=$env_dir/uenv-store c pkgs=()
+  local prefix=$store/${image//[\/:]/_}/env/$view
+  rm -rf "$store"
+  "$standins/mkpython" "$prefix" "$python_version"
+  for c in "${components[@]}"; do
+    [[ $1 == no-torch && $c == torch==* ]] && continue
+    pkgs+=("$c")
+  done
+  [[ ${#pkgs[@]} -eq 0 ]] || /usr/bin/python3 -S "$standins/standin_pip.py" --interpreter "$prefix/bin/python$python_xy" \
+    --prefix "$prefix" --python "$python_xy" install "${pkgs[@]}" >/dev/null
 }
 
 # checksum_variant_ec: the stack's easyconfig from a copy of the site file with image_sha256
@@ -406,9 +424,11 @@ check_easyconfig() {
   mkdir -p "$env_dir/tools" "$work/home"
   ln -s "$standins/singularity" "$env_dir/tools/singularity"
   ln -s "$standins/singularity" "$env_dir/tools/apptainer"
+  ln -s "$standins/uenv" "$env_dir/tools/uenv"
   "$standins/mkpython" "$env_dir/eb-python" 3.11
   make_stubs "$env_dir/stubs" "${ext_deps[@]}"
   eb_env=()
+  [[ $runtime == uenv ]] && eb_env+=("SITEGEN_STANDIN_UENV_STORE=$env_dir/uenv-store")
   ns_setup=
   if [[ $layout == frameworks-module && -n $conda_env && ! -e $conda_env ]]; then
     # The site's conda environment, as a stand-in, visible to eb only (tmpfs over its top dir).
@@ -514,6 +534,7 @@ check_easyconfig() {
   local -a broken=()
   for s in "${sources[@]}"; do [[ $s == *.sif ]] && broken+=(dummy-image no-torch-image); done
   [[ $uses_pip == 1 ]] && broken+=(pip-installed-nothing)
+  [[ $runtime == uenv ]] && broken+=(no-torch-uenv)
   for s in "${ext_deps[@]}"; do [[ $s == python/* ]] && broken+=(module-without-python); done
   local b
   for b in "${broken[@]}"; do
@@ -521,7 +542,7 @@ check_easyconfig() {
     site_opts "$d"
     case $b in
       dummy-image) prepare_sources "$d/src" dummy ;;
-      no-torch-image) prepare_sources "$d/src" no-torch ;;
+      no-torch-image | no-torch-uenv) prepare_sources "$d/src" no-torch ;;
       *) prepare_sources "$d/src" ;;
     esac
     local saved_env=("${eb_env[@]}")

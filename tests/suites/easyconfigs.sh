@@ -44,7 +44,12 @@ EOF
 ['apptainer', 'exec', '--bind', '@INSTALLDIR@/user-software:/user-software', "@INSTALLDIR@/torch box's image.sif", 'bash', '-c', 'source /opt/conda/bin/activate torch && mkdir -p /user-software/venv && python -m venv --system-site-packages /user-software/venv/torch', 'PYTHONUSERBASE=', 'MPICC=']
 EOF
     ;;
-    *) ;;  # aurora, local, polaris, perlmutter: the site provides Python and the packages
+    # tuolumne: pip --user over cray-python/3.11.7, torch from pytorch.org's ROCm 6.4 index (rocm/6.4.1)
+    tuolumne) cat <<'EOF'
+['python3.11', '-m', 'pip', 'install', '--user', '--no-cache-dir', '--index-url', 'https://download.pytorch.org/whl/rocm6.4', 'torch==2.8.0', 'PYTHONUSERBASE=@INSTALLDIR@/python/3.11.7', 'MPICC=']
+EOF
+    ;;
+    *) ;;  # aurora, local, polaris, perlmutter, alps: the site (or its uenv) provides Python and the packages
   esac
 }
 
@@ -63,7 +68,7 @@ check_site() {  # check_site SITES_DIR SITE
 
 }
 
-for site in lumi frontier cirrus aurora local polaris perlmutter; do check_site "$root/sites" "$site"; done
+for site in lumi frontier cirrus aurora local polaris perlmutter alps tuolumne; do check_site "$root/sites" "$site"; done
 check_site "$root/tests/golden/apptainer-container/sites" box
 
 # The LUMI easyconfig has every parameter LUMI's own recipe uses (easybuild/easyconfigs/p/

@@ -17,12 +17,12 @@ need_tool lua5.4 python3
 
 out=$SCRATCH/out
 stubs=$SCRATCH/stubs
-for site in lumi frontier cirrus aurora local polaris perlmutter; do
+for site in lumi frontier cirrus aurora local polaris perlmutter alps tuolumne; do
   "$sitegen" --sites-dir "$root/sites" --out-dir "$out" build "$site" --prefix "$out/modules-out/$site" >/dev/null
 done
 # Base modules the sites depend on, as empty stubs (they are the site's, not ours).
 for m in LUMI/24.03 PrgEnv-gnu/8.5.0 miniforge3/23.11.0-0 rocm/6.0.0 craype-accel-amd-gfx90a python/3.12.1-gpu \
-  conda/2025-09-25 pytorch/2.8.0; do
+  conda/2025-09-25 pytorch/2.8.0 rocm/6.4.1 cray-python/3.11.7; do
   mkdir -p "$stubs/$(dirname "$m")"
   echo "-- stub of the site's own $m" >"$stubs/$m.lua"
 done
@@ -107,8 +107,8 @@ PATH=$r/bin:/usr/bin:/bin
 RUNSCRIPTS=$r/runscripts
 EOV
     ;;
-    # ALCF's NCCL page (ncclenv, the aws-ofi-nccl directory) and `conda activate base` of the
-    # conda/2025-09-25 module.
+    # ALCF's NCCL page (ncclenv, with its aws-ofi-nccl directory) and `conda activate base` of the
+    # conda/2025-09-25 module; bin/ behind the layout's own bin, as EasyBuild orders it.
     polaris) r=$out/modules-out/polaris/software/pytorch/2.8.0-conda-2025-09-25
       local env=/soft/applications/conda/2025-09-25/mconda3; cat <<EOV
 CONDA_DEFAULT_ENV=$env
@@ -131,6 +131,47 @@ PATH=$r/bin:/usr/bin:/bin
 RUNSCRIPTS=$r/runscripts
 EOV
     ;;
+    # CSCS's nccl_env_vars and the PyTorch uenv job script's variables; the uenv is a label.
+    alps) r=$out/modules-out/alps/software/pytorch/2.8.0-uenv-v1; cat <<EOV
+CONTAINERROOT=$r
+CUDA_CACHE_DISABLE=1
+FI_CXI_DEFAULT_CQ_SIZE=131072
+FI_CXI_DEFAULT_TX_SIZE=16384
+FI_CXI_DISABLE_HOST_REGISTER=1
+FI_CXI_RX_MATCH_MODE=software
+FI_MR_CACHE_MONITOR=userfaultfd
+MPICH_GPU_SUPPORT_ENABLED=0
+NCCL_CROSS_NIC=1
+NCCL_NET=AWS Libfabric
+NCCL_NET_GDR_LEVEL=PHB
+NCCL_PROTO=^LL128
+PATH=$r/bin:/usr/bin:/bin
+RUNSCRIPTS=$r/runscripts
+RUNSCRIPTSPYTORCH=$r/runscripts
+SIF=pytorch/v2.8.0:v1
+SIFPYTORCH=pytorch/v2.8.0:v1
+TORCH_NCCL_ASYNC_ERROR_HANDLING=1
+TRITON_HOME=/dev/shm/
+EOV
+    ;;
+    # LLNL HPC-launcher's El Capitan family settings; pip --user over cray-python/3.11.7.
+    tuolumne) r=$out/modules-out/tuolumne/software/pytorch/2.8.0-rocm-6.4; cat <<EOV
+FI_CXI_DEFAULT_CQ_SIZE=131072
+FI_CXI_DEFAULT_TX_SIZE=1024
+FI_CXI_DISABLE_HOST_REGISTER=1
+FI_CXI_RX_MATCH_MODE=hybrid
+FI_MR_CACHE_MONITOR=userfaultfd
+MPICH_OFI_NIC_POLICY=GPU
+NCCL_CROSS_NIC=1
+NCCL_MIN_NCHANNELS=24
+NCCL_NET_GDR_LEVEL=3
+NCCL_SOCKET_IFNAME=hsi0
+PATH=$r/python/3.11.7/bin:$r/bin:/usr/bin:/bin
+PYTHONPATH=$r/python/3.11.7/lib/python3.11/site-packages
+PYTHONUSERBASE=$r/python/3.11.7
+RUNSCRIPTS=$r/runscripts
+EOV
+    ;;
   esac
 }
 
@@ -142,9 +183,11 @@ declare -A module_of=(
   [local]=pytorch/1.13.1-cpu
   [polaris]=pytorch/2.8.0-conda-2025-09-25
   [perlmutter]=pytorch-dist/2.8.0
+  [alps]=pytorch/2.8.0-uenv-v1
+  [tuolumne]=pytorch/2.8.0-rocm-6.4
 )
 declare -A default_name=([lumi]=PyTorch [frontier]=pytorch [cirrus]=pytorch [aurora]=frameworks [local]=pytorch
-  [polaris]=pytorch [perlmutter]=pytorch-dist)
+  [polaris]=pytorch [perlmutter]=pytorch-dist [alps]=pytorch [tuolumne]=pytorch)
 
 # LUMI: without the image anywhere, load must fail with a clear LmodError.
 mp_lumi="$out/modules-out/lumi/modulefiles:$stubs"
@@ -166,7 +209,7 @@ check_eq "lumi: bind list with user-software.squashfs" \
   "$lumi_binds,$lumi_root/runscripts:/runscripts,$lumi_root/user-software.squashfs:/user-software:image-src=/" "$(lumi_bind)"
 rm "$lumi_root/user-software.squashfs"  # as EasyBuild's postinstallcmds leave it: the directory
 
-for site in lumi frontier cirrus aurora local polaris perlmutter; do
+for site in lumi frontier cirrus aurora local polaris perlmutter alps tuolumne; do
   mp="$out/modules-out/$site/modulefiles:$stubs"
   mod=${module_of[$site]}
   actual=$(lmod_vars_set_by "$mp" "$mod" | tr '\001' '\n') || { fail "$site: module load $mod failed"; continue; }

@@ -5,7 +5,8 @@ stand-ins for what the stack's install uses (this machine lacks the site's softw
   eb_site_facts.py SITE_TOML NAME VERSION VERSIONSUFFIX
 
 prints shell assignments (each value %q-safe, via shlex.quote): layout, python_version,
-python_xy, conda_root, conda_env, venv, interpreter, runtime, network_plugin, and
+python_xy, conda_root, conda_env, venv, interpreter, runtime, network_plugin, image, view
+(the stack's image and the uenv view), and
 components (a bash array of NAME==VERSION). `extends` files are merged first (tables
 deep-merged, the site's own values win), as sitegen does.
 """
@@ -47,6 +48,8 @@ facts = {
     "interpreter": py.get("interpreter", ""),
     "runtime": site.get("container", {}).get("runtime", ""),
     "network_plugin": site.get("collectives", {}).get("network_plugin", ""),
+    "image": stack.get("image", ""),
+    "view": site.get("container", {}).get("view", ""),
 }
 for k, v in facts.items():
     print(f"{k}={shlex.quote(v)}")
