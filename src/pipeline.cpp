@@ -7,6 +7,7 @@
 #include <map>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "site/check.h"
 #include "site/diagnostics.h"
@@ -169,13 +170,26 @@ std::vector<std::string> stack_keys(FileSystem& fs, const Request& request, cons
     return keys;
 }
 
+// Where the build states of `out_dir` live ("" = nowhere: no state directory is known).
+std::string state_dir_of(const std::string& out_dir) {
+    std::string dir;
+    if (const char* d = std::getenv("SITEGEN_STATE_DIR"); d && *d) dir = d;
+    else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x == '/') dir = std::string(x) + "/sitegen";
+    else if (const char* h = std::getenv("HOME"); h && *h == '/') dir = std::string(h) + "/.cache/sitegen";
+    if (dir.empty()) return {};
+    std::error_code ec;
+    auto abs = std::filesystem::weakly_canonical(std::filesystem::absolute(out_dir.empty() ? "." : out_dir, ec), ec);
+    return dir + "/" + sha256_hex(abs.lexically_normal().string()).substr(0, 16);
+}
+
 // The last build's state of a site, if it still describes the live roots (each root's
 // manifest hashes to what the state recorded); empty otherwise.
-BuildState usable_state(FileSystem& fs, const std::string& out_dir, const Site& site,
+BuildState usable_state(FileSystem& fs, const std::string& out_dir, const std::string& state_dir, const Site& site,
                         std::map<std::string, TreeSpec>& manifests) {
     BuildState state;
     std::string text, error;
-    if (!fs.read(state_path(out_dir, site.site.name), text, error, kMaxOutputFileBytes) || !parse_state(text, state))
+    if (state_dir.empty() || !fs.read(state_path(state_dir, site.site.name), text, error, kMaxOutputFileBytes) ||
+        !parse_state(text, state))
         return {};
     for (const std::string& root : {modules_root(site), easyconfigs_root(site)}) {
         const std::string live = (out_dir.empty() || out_dir == "." ? root : out_dir + "/" + root) + "/" + kManifestName;
@@ -267,6 +281,7 @@ Result run_build(FileSystem& fs, const Request& request) {
     PublishOptions popts{request.out_dir, request.dry_run, request.force};
     std::map<std::string, FileStat> known;  // the last build's stats of every site's files
     std::vector<BuildState> next(sites.size());  // what each site's state will record
+    const std::string state_dir = state_dir_of(request.out_dir);
     if (!diags.has_errors()) {
         for (size_t s = 0; s < sites.size(); ++s) {
             const Loaded& l = sites[s];
@@ -275,7 +290,7 @@ Result run_build(FileSystem& fs, const Request& request) {
             options.hooks = l.hooks;
             // Stacks whose inputs and files are as the last build left them are not rendered.
             std::map<std::string, TreeSpec> manifests;
-            BuildState state = usable_state(fs, request.out_dir, l.site, manifests);
+            BuildState state = usable_state(fs, request.out_dir, state_dir, l.site, manifests);
             const std::vector<std::string> keys = stack_keys(fs, request, l, options);
             std::map<std::string, int> ids;
             for (const Stack& stack : l.site.stacks) ++ids[stack.module_full_name()];
@@ -344,9 +359,9 @@ Result run_build(FileSystem& fs, const Request& request) {
         result.exit_code = kExitIo;  // refused (hand edits) or failed writing
         return result;
     }
-    if (!request.dry_run) {
-        // The state beside the tree: replaced whole (write + rename); when it cannot be
-        // written the next build renders everything, so that is only a warning.
+    if (!request.dry_run && !state_dir.empty()) {
+        // The state is a cache: replaced whole (write + rename); when it cannot be written the
+        // next build renders everything, so that is only a warning.
         for (size_t s = 0; s < sites.size(); ++s) {
             BuildState& state = next[s];
             for (const std::string& root : {modules_root(sites[s].site), easyconfigs_root(sites[s].site)})
@@ -359,10 +374,11 @@ Result run_build(FileSystem& fs, const Request& request) {
                     else state.files[path] = it->second;
                 }
             for (const auto& [id, record] : state.stacks) complete = complete && id.find('\n') == std::string::npos;
-            const std::string path = state_path(request.out_dir, sites[s].site.site.name);
-            std::string error, ignored;
-            const bool written = complete ? fs.write(path + ".new", state_text(state), false, error) &&
-                                                fs.rename(path + ".new", path, error)
+            const std::string path = state_path(state_dir, sites[s].site.site.name);
+            const std::string temp = path + ".new-" + std::to_string(::getpid());
+            std::string error;
+            const bool written = complete ? fs.write(temp, state_text(state), false, error) &&
+                                                fs.rename(temp, path, error)
                                           : fs.remove_all(path, error);
             if (!written)
                 result.err += "sitegen: warning: cannot record the build state (the next build renders every stack): " +

@@ -145,10 +145,7 @@ bool parse_state(const std::string& text, BuildState& state) {
     return true;
 }
 
-std::string state_path(const std::string& out_dir, const std::string& site_name) {
-    const std::string rel = ".sitegen-state/" + site_name;
-    return out_dir.empty() || out_dir == "." ? rel : out_dir + "/" + rel;
-}
+std::string state_path(const std::string& dir, const std::string& site_name) { return dir + "/" + site_name; }
 
 std::string site_wide_text(const Site& site) {
     std::string out;

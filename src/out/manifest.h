@@ -29,8 +29,8 @@ struct FileStat {
 };
 inline FileStat stat_of(const TreeEntry& e) { return {e.size, e.mtime_ns, e.ino}; }
 
-// The build state of one site: kept outside the published roots (their bytes stay those of a
-// fresh build), at <out-dir>/.sitegen-state/<site>. Valid only while each root's manifest
+// The build state of one site: a cache kept outside the output tree (whose bytes stay those of
+// a fresh build), at <state dir>/<digest of the out dir's path>/<site> (state_path). Valid only while each root's manifest
 // still hashes to what the state recorded (checked by the reader; a stale state is ignored).
 struct BuildState {
     struct StackRecord {
@@ -45,7 +45,9 @@ struct BuildState {
 std::string state_text(const BuildState& state);
 // False (and `state` empty) when the text is not a state this sitegen wrote.
 bool parse_state(const std::string& text, BuildState& state);
-std::string state_path(const std::string& out_dir, const std::string& site_name);
+// `dir` is the out dir's state directory: $SITEGEN_STATE_DIR, else $XDG_CACHE_HOME/sitegen,
+// else ~/.cache/sitegen, then a digest of the out dir's absolute path.
+std::string state_path(const std::string& dir, const std::string& site_name);
 
 // The site as the plan reads it, as unambiguous text (every row of the field table; enum
 // values by name): everything but the stacks, and one stack. Inputs of the build keys.
