@@ -183,7 +183,7 @@ std::string state_dir_of(const std::string& out_dir) {
 }
 
 // The last build's state of a site, if it still describes the live roots (each root's
-// manifest hashes to what the state recorded); empty otherwise.
+// manifest has the stat the state recorded, so it is the one that build wrote); empty otherwise.
 BuildState usable_state(FileSystem& fs, const std::string& out_dir, const std::string& state_dir, const Site& site,
                         std::map<std::string, TreeSpec>& manifests) {
     BuildState state;
@@ -194,9 +194,10 @@ BuildState usable_state(FileSystem& fs, const std::string& out_dir, const std::s
     for (const std::string& root : {modules_root(site), easyconfigs_root(site)}) {
         const std::string live = (out_dir.empty() || out_dir == "." ? root : out_dir + "/" + root) + "/" + kManifestName;
         std::string manifest;
+        TreeEntry e;
         const auto it = state.manifests.find(root);
-        if (it == state.manifests.end() || !fs.read(live, manifest, error, kMaxOutputFileBytes) ||
-            sha256_hex(manifest) != it->second)
+        if (it == state.manifests.end() || !fs.entry(live, e) || e.type != TreeEntry::Type::file ||
+            !(stat_of(e) == it->second) || !fs.read(live, manifest, error, kMaxOutputFileBytes))
             return {};
         manifests[root] = parse_manifest(manifest);
     }
@@ -365,7 +366,7 @@ Result run_build(FileSystem& fs, const Request& request) {
         for (size_t s = 0; s < sites.size(); ++s) {
             BuildState& state = next[s];
             for (const std::string& root : {modules_root(sites[s].site), easyconfigs_root(sites[s].site)})
-                state.manifests[root] = report.manifests[root];
+                if (report.manifest_stats.count(root)) state.manifests[root] = report.manifest_stats[root];
             bool complete = true;
             for (const auto& [id, record] : state.stacks)
                 for (const auto& path : record.files) {

@@ -91,7 +91,9 @@ TreeSpec parse_manifest(const std::string& text) {
 
 std::string state_text(const BuildState& state) {
     std::string out = kStateHeader;
-    for (const auto& [root, hash] : state.manifests) out += "manifest " + hash + " " + root + "\n";
+    for (const auto& [root, s] : state.manifests)
+        out += "manifest " + std::to_string(s.size) + " " + std::to_string(s.mtime_ns) + " " + std::to_string(s.ino) +
+               " " + root + "\n";
     for (const auto& [id, record] : state.stacks) {
         out += "stack " + record.key + (record.rebuilt ? " rebuilt " : " kept ") + id + "\n";
         for (const auto& path : record.files) {
@@ -116,11 +118,12 @@ bool parse_state(const std::string& text, BuildState& state) {
         std::string kind;
         words >> kind;
         if (kind == "manifest") {
-            std::string hash, root;
-            words >> hash;
+            FileStat s;
+            std::string root;
+            if (!(words >> s.size >> s.mtime_ns >> s.ino)) { state = {}; return false; }
             words.get();
             std::getline(words, root);
-            state.manifests[root] = hash;
+            state.manifests[root] = s;
         } else if (kind == "stack") {
             std::string key, how, id;
             words >> key >> how;

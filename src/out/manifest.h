@@ -31,14 +31,14 @@ inline FileStat stat_of(const TreeEntry& e) { return {e.size, e.mtime_ns, e.ino}
 
 // The build state of one site: a cache kept outside the output tree (whose bytes stay those of
 // a fresh build), at <state dir>/<digest of the out dir's path>/<site> (state_path). Valid only while each root's manifest
-// still hashes to what the state recorded (checked by the reader; a stale state is ignored).
+// has the stat the state recorded (checked by the reader; a stale state is ignored).
 struct BuildState {
     struct StackRecord {
         std::string key;                 // digest of the stack's inputs (see stack_key)
         bool rebuilt = false;            // rendered by the build that wrote this state
         std::vector<std::string> files;  // its outputs, relative to the out dir
     };
-    std::map<std::string, std::string> manifests;  // root -> SHA-256 of its manifest
+    std::map<std::string, FileStat> manifests;     // root -> its manifest's stat
     std::map<std::string, StackRecord> stacks;     // by module full name (name/version)
     std::map<std::string, FileStat> files;         // every output, relative to the out dir
 };

@@ -10,7 +10,7 @@ using namespace sitegen;
 
 TEST_CASE("the build state reads back as written", "[manifest]") {
     BuildState state;
-    state.manifests["modules-out/s"] = std::string(64, 'a');
+    state.manifests["modules-out/s"] = {10, 20, 30};
     state.stacks["PyTorch/2.3.1-x"] = {std::string(64, 'b'), true, {"modules-out/s/modulefiles/PyTorch/2.3.1-x.lua"}};
     state.stacks["PyTorch/2.4"] = {std::string(64, 'c'), false, {"modules-out/s/software/PyTorch/2.4/bin/a b"}};
     state.files["modules-out/s/modulefiles/PyTorch/2.3.1-x.lua"] = {4260, 1795506803154931015ULL, 599988};

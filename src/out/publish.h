@@ -41,9 +41,9 @@ struct PublishReport {
     size_t unchanged = 0;
     bool io_error = false;  // failure writing the tree (exit 3) rather than a refusal
     // After a successful publish (not a dry run): every output file's stat (by path relative
-    // to out_dir) and each root's manifest hash, as the tree now is.
+    // to out_dir) and each root's manifest's stat, as the tree now is.
     std::map<std::string, FileStat> stats;
-    std::map<std::string, std::string> manifests;
+    std::map<std::string, FileStat> manifest_stats;
 };
 
 // The manifest text for a root: one "<sha256> <mode> <path>" line per file, sorted.
