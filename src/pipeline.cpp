@@ -6,10 +6,15 @@
 #include <filesystem>
 #include <map>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "site/check.h"
 #include "site/diagnostics.h"
 #include "site/load.h"
+#include "out/manifest.h"
 #include "out/publish.h"
+#include "out/sha256.h"
 #include "plan/stack_plan.h"
 #include "render/renderers.h"
 #include "lua/hooks.h"
@@ -106,19 +111,141 @@ std::string plural(size_t n, const char* word) {
 
 std::string plural(size_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
 
+// sitegen itself as an input of every build key: its version and this binary's identity (a
+// rebuilt or replaced sitegen renders everything again), plus SITEGEN_BUILD_SALT, which
+// tests vary and a user may set to force a full rebuild (docs/performance.md).
+std::string tool_identity() {
+    std::string id = "sitegen " SITEGEN_VERSION;
+    struct stat st;
+    if (::stat("/proc/self/exe", &st) == 0)
+        id += " " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) +
+              ":" + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    if (const char* salt = std::getenv("SITEGEN_BUILD_SALT")) id += std::string(" salt ") + salt;
+    return id;
+}
+
+void put_text(std::string& out, const std::string& s) { out += std::to_string(s.size()) + ":" + s; }
+
+// What the hooks add to one stack, as text for its key.
+std::string hook_text(const HookAdditions& h) {
+    std::string out;
+    put_text(out, h.family);
+    for (const auto& [name, value] : h.properties) { put_text(out, "p"); put_text(out, name); put_text(out, value); }
+    for (const auto& m : h.messages) { put_text(out, "m"); put_text(out, m); }
+    for (const auto& c : h.job_prologue) {
+        put_text(out, "j" + std::to_string(static_cast<int>(c.kind)) + "/" + std::to_string(c.words.size()));
+        for (const auto& w : c.words) put_text(out, w);
+    }
+    return out;
+}
+
+// One build key per stack (in site order): a digest of everything its outputs are made
+// from: sitegen, the install prefix, the site-wide tables, the rule and hook files (by
+// content), the stack itself and what the hooks add to it.
+std::vector<std::string> stack_keys(FileSystem& fs, const Request& request, const Loaded& l,
+                                    const PlanOptions& options) {
+    std::string base;
+    put_text(base, tool_identity());
+    put_text(base, options.prefix);
+    put_text(base, site_wide_text(l.site));
+    std::vector<std::string> dirs{default_rules_dir()};
+    dirs.insert(dirs.end(), request.rule_dirs.begin(), request.rule_dirs.end());
+    if (!l.site.files.empty()) {
+        const std::string hooks = std::filesystem::path(l.site.files.front()).parent_path().string() + "/hooks";
+        if (fs.is_dir(hooks)) dirs.push_back(hooks);
+    }
+    for (const auto& file : rule_files(dirs)) {
+        std::string text, error;
+        if (!fs.read(file, text, error)) text = "unreadable: " + error;
+        put_text(base, file);
+        put_text(base, text);
+    }
+    const std::string site_digest = sha256_hex(base);
+    std::vector<std::string> keys;
+    for (size_t i = 0; i < l.site.stacks.size(); ++i) {
+        std::string text = site_digest;
+        put_text(text, stack_text(l.site.stacks[i]));
+        put_text(text, i < options.hooks.size() ? hook_text(options.hooks[i]) : std::string());
+        keys.push_back(sha256_hex(text));
+    }
+    return keys;
+}
+
+// Where the build states of `out_dir` live ("" = nowhere: no state directory is known).
+std::string state_dir_of(const std::string& out_dir) {
+    std::string dir;
+    if (const char* d = std::getenv("SITEGEN_STATE_DIR"); d && *d) dir = d;
+    else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x == '/') dir = std::string(x) + "/sitegen";
+    else if (const char* h = std::getenv("HOME"); h && *h == '/') dir = std::string(h) + "/.cache/sitegen";
+    if (dir.empty()) return {};
+    std::error_code ec;
+    auto abs = std::filesystem::weakly_canonical(std::filesystem::absolute(out_dir.empty() ? "." : out_dir, ec), ec);
+    return dir + "/" + sha256_hex(abs.lexically_normal().string()).substr(0, 16);
+}
+
+// The last build's state of a site, if it still describes the live roots (each root's
+// manifest has the stat the state recorded, so it is the one that build wrote); empty otherwise.
+BuildState usable_state(FileSystem& fs, const std::string& out_dir, const std::string& state_dir, const Site& site,
+                        std::map<std::string, TreeSpec>& manifests) {
+    BuildState state;
+    std::string text, error;
+    if (state_dir.empty() || !fs.read(state_path(state_dir, site.site.name), text, error, kMaxOutputFileBytes) ||
+        !parse_state(text, state))
+        return {};
+    for (const std::string& root : {modules_root(site), easyconfigs_root(site)}) {
+        const std::string live = (out_dir.empty() || out_dir == "." ? root : out_dir + "/" + root) + "/" + kManifestName;
+        std::string manifest;
+        TreeEntry e;
+        const auto it = state.manifests.find(root);
+        if (it == state.manifests.end() || !fs.entry(live, e) || e.type != TreeEntry::Type::file ||
+            !(stat_of(e) == it->second) || !fs.read(live, manifest, error, kMaxOutputFileBytes))
+            return {};
+        manifests[root] = parse_manifest(manifest);
+    }
+    return state;
+}
+
+// The stack's files when it need not be rendered: its key is the one recorded and each of its
+// files is on disk with the recorded stat and the manifest's mode. Empty otherwise.
+std::vector<KeptFile> reusable(FileSystem& fs, const std::string& out_dir, const BuildState& state,
+                               const std::map<std::string, TreeSpec>& manifests, const std::string& id,
+                               const std::string& key) {
+    const auto record = state.stacks.find(id);
+    if (record == state.stacks.end() || record->second.key != key || record->second.files.empty()) return {};
+    std::vector<KeptFile> kept;
+    for (const auto& path : record->second.files) {
+        const auto stat = state.files.find(path);
+        const FileSpec* spec = nullptr;
+        for (const auto& [root, manifest] : manifests)
+            if (path.size() > root.size() && path.compare(0, root.size(), root) == 0 && path[root.size()] == '/') {
+                const auto it = manifest.find(path.substr(root.size() + 1));
+                if (it != manifest.end()) spec = &it->second;
+            }
+        TreeEntry e;
+        if (stat == state.files.end() || !spec ||
+            !fs.entry(out_dir.empty() || out_dir == "." ? path : out_dir + "/" + path, e) ||
+            e.type != TreeEntry::Type::file || e.mode != spec->mode || !(stat_of(e) == stat->second))
+            return {};
+        kept.push_back({path, spec->hash, spec->mode == 0755u});
+    }
+    return kept;
+}
+
 }  // namespace
+
+// One stack's outputs: its plan is computed once, rendered by every format, then dropped,
+// so memory holds the outputs and a single plan, not every plan besides.
+void emit_stack(const Site& site, const Stack& stack, const PlanOptions& options, OutputList& all) {
+    const SitePlan plan{&site, options, {plan_stack(site, stack, options)}};
+    for (const Renderer& renderer : renderers()) {
+        OutputList part = renderer.render(plan);
+        all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+    }
+}
 
 OutputList emit_all(const Site& site, const PlanOptions& options) {
     OutputList all;
-    // One stack at a time: its plan is computed once, rendered by every format, then
-    // dropped, so memory holds the outputs and a single plan, not every plan besides.
-    for (const Stack& stack : site.stacks) {
-        const SitePlan plan{&site, options, {plan_stack(site, stack, options)}};
-        for (const Renderer& renderer : renderers()) {
-            OutputList part = renderer.render(plan);
-            all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
-        }
-    }
+    for (const Stack& stack : site.stacks) emit_stack(site, stack, options, all);
     std::stable_sort(all.begin(), all.end(),
                      [](const OutputFile& a, const OutputFile& b) { return a.path < b.path; });
     return all;
@@ -153,26 +280,65 @@ Result run_build(FileSystem& fs, const Request& request) {
 
     OutputList files;
     std::vector<std::string> roots;
+    PublishOptions popts{request.out_dir, request.dry_run, request.force};
+    std::map<std::string, FileStat> known;  // the last build's stats of every site's files
+    std::vector<BuildState> next(sites.size());  // what each site's state will record
+    const std::string state_dir = state_dir_of(request.out_dir);
     if (!diags.has_errors()) {
-        for (const auto& l : sites) {
+        for (size_t s = 0; s < sites.size(); ++s) {
+            const Loaded& l = sites[s];
             PlanOptions options;
             options.prefix = request.prefix ? *request.prefix : l.site.site.install_prefix;
             options.hooks = l.hooks;
+            // Stacks whose inputs and files are as the last build left them are not rendered.
+            std::map<std::string, TreeSpec> manifests;
+            BuildState state = usable_state(fs, request.out_dir, state_dir, l.site, manifests);
+            const std::vector<std::string> keys = stack_keys(fs, request, l, options);
+            std::map<std::string, int> ids;
+            for (const Stack& stack : l.site.stacks) ++ids[stack.module_full_name()];
             OutputList part;
+            std::vector<std::string> kept_paths;
             try {
-                part = emit_all(l.site, options);
+                for (size_t i = 0; i < l.site.stacks.size(); ++i) {
+                    const Stack& stack = l.site.stacks[i];
+                    const std::string id = stack.module_full_name();
+                    BuildState::StackRecord& record = next[s].stacks[id];
+                    record = {keys[i], true, {}};
+                    // Two stacks with one name render both, so the clash below is reported.
+                    std::vector<KeptFile> kept = ids[id] == 1 ? reusable(fs, request.out_dir, state, manifests, id, keys[i])
+                                                              : std::vector<KeptFile>{};
+                    if (!kept.empty()) {
+                        record.rebuilt = false;
+                        for (auto& k : kept) {
+                            record.files.push_back(k.path);
+                            kept_paths.push_back(k.path);
+                            popts.kept.push_back(std::move(k));
+                        }
+                        continue;
+                    }
+                    const size_t first = part.size();
+                    emit_stack(l.site, stack, options, part);
+                    for (size_t f = first; f < part.size(); ++f) record.files.push_back(part[f].path);
+                }
             } catch (const std::exception& e) {
                 // Checks should have refused the input; never crash or write half a tree.
                 diags.error(l.site.where(""), std::string("internal error while generating outputs: ") + e.what(),
                             "please report this with the site file");
                 continue;
             }
+            std::stable_sort(part.begin(), part.end(),
+                             [](const OutputFile& a, const OutputFile& b) { return a.path < b.path; });
+            for (const auto& [path, stat] : state.files) known[path] = stat;
             // Two outputs at one path would silently lose one: refuse instead.
-            for (size_t i = 1; i < part.size(); ++i)
-                if (part[i].path == part[i - 1].path)
-                    diags.error(l.site.where("stacks"), "two outputs would be written to '" + part[i].path +
+            std::vector<std::string> paths = kept_paths;
+            for (const auto& f : part) paths.push_back(f.path);
+            std::sort(paths.begin(), paths.end());
+            for (size_t i = 1; i < paths.size(); ++i)
+                if (paths[i] == paths[i - 1])
+                    diags.error(l.site.where("stacks"), "two outputs would be written to '" + paths[i] +
                                                             "' (stacks with the same name and version?)");
-            // Nothing reaches the tree that the Lmod recorder rejects (load and unload mode).
+            // Nothing reaches the tree that the Lmod recorder rejects (load and unload mode);
+            // kept outputs passed it when they were rendered.
             self_check_modulefiles(part, diags);
             roots.push_back(modules_root(l.site));
             roots.push_back(easyconfigs_root(l.site));
@@ -186,7 +352,7 @@ Result run_build(FileSystem& fs, const Request& request) {
         return result;
     }
 
-    PublishOptions popts{request.out_dir, request.dry_run, request.force};
+    popts.known = &known;
     PublishReport report;
     bool ok = publish(fs, roots, files, popts, report, diags);
     result.err += render_all(diags, reader_for(fs));
@@ -194,6 +360,32 @@ Result run_build(FileSystem& fs, const Request& request) {
         result.err += "sitegen: nothing written\n";
         result.exit_code = kExitIo;  // refused (hand edits) or failed writing
         return result;
+    }
+    if (!request.dry_run && !state_dir.empty()) {
+        // The state is a cache: replaced whole (write + rename); when it cannot be written the
+        // next build renders everything, so that is only a warning.
+        for (size_t s = 0; s < sites.size(); ++s) {
+            BuildState& state = next[s];
+            for (const std::string& root : {modules_root(sites[s].site), easyconfigs_root(sites[s].site)})
+                if (report.manifest_stats.count(root)) state.manifests[root] = report.manifest_stats[root];
+            bool complete = true;
+            for (const auto& [id, record] : state.stacks)
+                for (const auto& path : record.files) {
+                    const auto it = report.stats.find(path);
+                    if (it == report.stats.end() || path.find('\n') != std::string::npos) complete = false;
+                    else state.files[path] = it->second;
+                }
+            for (const auto& [id, record] : state.stacks) complete = complete && id.find('\n') == std::string::npos;
+            const std::string path = state_path(state_dir, sites[s].site.site.name);
+            const std::string temp = path + ".new-" + std::to_string(::getpid());
+            std::string error;
+            const bool written = complete ? fs.write(temp, state_text(state), false, error) &&
+                                                fs.rename(temp, path, error)
+                                          : fs.remove_all(path, error);
+            if (!written)
+                result.err += "sitegen: warning: cannot record the build state (the next build renders every stack): " +
+                              error + "\n";
+        }
     }
     if (request.dry_run) {
         for (const auto& p : report.added) result.out += "add     " + p + "\n";
@@ -203,7 +395,7 @@ Result run_build(FileSystem& fs, const Request& request) {
     std::string names;
     for (const auto& l : sites) names += (names.empty() ? "" : ", ") + l.name;
     result.out += std::string("sitegen: ") + (request.dry_run ? "would write " : "wrote ") + names + ": " +
-                  plural(files.size(), "file") + " (" + std::to_string(report.added.size()) + " added, " +
+                  plural(files.size() + popts.kept.size(), "file") + " (" + std::to_string(report.added.size()) + " added, " +
                   std::to_string(report.changed.size()) + " changed, " +
                   std::to_string(report.removed.size()) + " removed, " +
                   std::to_string(report.unchanged) + " unchanged)\n";

@@ -46,6 +46,11 @@ std::string too_large(const std::string& path, const std::string& size, size_t m
 
 std::string errno_text(const std::string& path) { return path + ": " + std::strerror(errno); }
 
+unsigned long long mtime_ns_of(const struct stat& st) {
+    return static_cast<unsigned long long>(st.st_mtim.tv_sec) * 1000000000ULL +
+           static_cast<unsigned long long>(st.st_mtim.tv_nsec);
+}
+
 // Everything under base/rel, depth first, not following symlinks. Unreadable directories are
 // listed (with their mode) but not entered.
 void scan_into(const std::string& base, const std::string& rel, std::vector<TreeEntry>& out) {
@@ -58,7 +63,9 @@ void scan_into(const std::string& base, const std::string& rel, std::vector<Tree
         struct stat st;
         if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
         const std::string r = rel.empty() ? name : rel + "/" + name;
-        out.push_back({r, type_of(st.st_mode), static_cast<unsigned>(st.st_mode & 07777), what_of(st.st_mode)});
+        out.push_back({r, type_of(st.st_mode), static_cast<unsigned>(st.st_mode & 07777), what_of(st.st_mode),
+                       static_cast<unsigned long long>(st.st_size), mtime_ns_of(st),
+                       static_cast<unsigned long long>(st.st_ino)});
         if (S_ISDIR(st.st_mode)) subdirs.push_back(r);
     }
     ::closedir(d);
@@ -206,7 +213,24 @@ public:
     bool entry(const std::string& path, TreeEntry& out) override {
         struct stat st;
         if (::lstat(path.c_str(), &st) != 0) return false;
-        out = {path, type_of(st.st_mode), static_cast<unsigned>(st.st_mode & 07777), what_of(st.st_mode)};
+        out = {path, type_of(st.st_mode), static_cast<unsigned>(st.st_mode & 07777), what_of(st.st_mode),
+               static_cast<unsigned long long>(st.st_size), mtime_ns_of(st), static_cast<unsigned long long>(st.st_ino)};
+        return true;
+    }
+
+    bool link(const std::string& from, const std::string& to, std::string& error) override {
+        fsys::path p(to);
+        if (p.has_parent_path()) {
+            std::string parent = p.parent_path().string();
+            if (!made_dirs_.count(parent)) {
+                if (!make_dirs(parent, error)) return false;
+                made_dirs_.insert(parent);
+            }
+        }
+        if (::link(from.c_str(), to.c_str()) != 0) {
+            error = from + " -> " + to + ": " + std::strerror(errno);
+            return false;
+        }
         return true;
     }
 
@@ -332,6 +356,11 @@ bool read_regular_file(const std::string& path, std::string& out, std::string& e
 
 std::unique_ptr<FileSystem> make_disk_fs() { return std::make_unique<DiskFs>(); }
 
+bool FileSystem::link(const std::string& from, const std::string& to, std::string& error) {
+    std::string data;
+    return read(from, data, error, kMaxOutputFileBytes) && write(to, data, is_executable(from), error);
+}
+
 bool MemoryFs::read(const std::string& path, std::string& out, std::string& error, size_t max_bytes) {
     auto it = files.find(norm(path));
     if (it == files.end()) {
@@ -359,8 +388,25 @@ bool MemoryFs::write(const std::string& path, const std::string& data, bool exec
         return false;
     }
     std::string p = norm(path);
-    files[p] = {data, executable, 0, Kind::regular};
+    files[p] = {data, executable, 0, Kind::regular, ++stamps_};
     auto parent = fsys::path(p).parent_path().generic_string();
+    if (!parent.empty()) dirs[parent] = true;
+    return true;
+}
+
+bool MemoryFs::link(const std::string& from, const std::string& to, std::string& error) {
+    if (fail_write_after > 0 && --fail_write_after == 0) {
+        error = to + ": No space left on device";
+        return false;
+    }
+    auto it = files.find(norm(from));
+    if (it == files.end() || it->second.kind != Kind::regular) {
+        error = from + ": No such file or directory";
+        return false;
+    }
+    const std::string t = norm(to);
+    files[t] = it->second;
+    auto parent = fsys::path(t).parent_path().generic_string();
     if (!parent.empty()) dirs[parent] = true;
     return true;
 }
@@ -405,7 +451,8 @@ std::vector<TreeEntry> MemoryFs::scan(const std::string& dir) {
         add_dirs(rel);
         switch (v.kind) {
             case Kind::regular:
-                out.push_back({rel, TreeEntry::Type::file, v.mode ? v.mode : (v.executable ? 0755u : 0644u), "a regular file"});
+                out.push_back({rel, TreeEntry::Type::file, v.mode ? v.mode : (v.executable ? 0755u : 0644u), "a regular file",
+                               v.data.size(), v.stamp, v.stamp});
                 break;
             case Kind::symlink: out.push_back({rel, TreeEntry::Type::symlink, 0777, "a symbolic link"}); break;
             case Kind::fifo: out.push_back({rel, TreeEntry::Type::other, 0644, "a FIFO"}); break;
@@ -429,7 +476,10 @@ bool MemoryFs::entry(const std::string& path, TreeEntry& out) {
         return true;
     }
     switch (it->second.kind) {
-        case Kind::regular: out = {p, TreeEntry::Type::file, it->second.mode ? it->second.mode : (it->second.executable ? 0755u : 0644u), "a regular file"}; break;
+        case Kind::regular:
+            out = {p, TreeEntry::Type::file, it->second.mode ? it->second.mode : (it->second.executable ? 0755u : 0644u),
+                   "a regular file", it->second.data.size(), it->second.stamp, it->second.stamp};
+            break;
         case Kind::symlink: out = {p, TreeEntry::Type::symlink, 0777, "a symbolic link"}; break;
         case Kind::fifo: out = {p, TreeEntry::Type::other, 0644, "a FIFO"}; break;
     }

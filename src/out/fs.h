@@ -30,6 +30,9 @@ struct TreeEntry {
     Type type = Type::file;
     unsigned mode = 0;  // permission bits (07777)
     const char* what = "";  // for messages: "a FIFO", "a socket", "a character device", ...
+    // What an incremental build compares to tell an untouched file from an edited one
+    // without reading it (out/manifest.h FileStat).
+    unsigned long long size = 0, mtime_ns = 0, ino = 0;
 };
 
 class FileSystem {
@@ -68,6 +71,10 @@ public:
     // holders; released by unlock or when the process ends.
     virtual bool lock(const std::string& path, std::string& error) = 0;
     virtual void unlock() = 0;
+    // Makes `to` (parents created) another name of the regular file `from`: same bytes, mode
+    // and mtime, nothing copied on disk. Publish stages unchanged outputs this way. The
+    // default copies (bytes and executable bit).
+    virtual bool link(const std::string& from, const std::string& to, std::string& error);
 };
 
 // The real disk.
@@ -97,6 +104,8 @@ public:
     bool sync(const std::string&, std::string&) override { return true; }
     bool lock(const std::string&, std::string&) override { return true; }
     void unlock() override {}
+    // The same entry (bytes, mode, stamp) under a second name; counts as a write for faults.
+    bool link(const std::string& from, const std::string& to, std::string& error) override;
 
     // Fault injection: the Nth write from now fails (1 = the next one); 0 = never.
     int fail_write_after = 0;
@@ -114,9 +123,13 @@ public:
         bool executable = false;
         unsigned mode = 0;  // 0: from `executable`
         Kind kind = Kind::regular;
+        unsigned long long stamp = 0;  // set by each write: the entry's mtime and inode number
     };
     std::map<std::string, Entry> files;
     std::map<std::string, bool> dirs;  // mode 0755
+
+private:
+    unsigned long long stamps_ = 0;
 };
 
 }  // namespace sitegen

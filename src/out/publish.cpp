@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "out/manifest.h"
 #include "out/sha256.h"
 
 namespace sitegen {
@@ -38,25 +39,7 @@ std::string octal(unsigned mode) {
 
 // A tree as a fresh build leaves it: each file's hash and mode, by path relative to the root
 // (the manifest included); directories are the files' parents, each with mode 0755.
-struct FileSpec {
-    std::string hash;
-    unsigned mode = 0644;
-};
-using TreeSpec = std::map<std::string, FileSpec>;
-
-TreeSpec parse_manifest(const std::string& text) {
-    TreeSpec out;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.empty() || line[0] == '#') continue;
-        auto a = line.find(' ');
-        auto b = a == std::string::npos ? a : line.find(' ', a + 1);
-        if (b == std::string::npos) continue;
-        out[line.substr(b + 1)] = {line.substr(0, a), line.substr(a + 1, b - a - 1) == "755" ? 0755u : 0644u};
-    }
-    return out;
-}
+// (FileSpec, TreeSpec and parse_manifest: out/manifest.h)
 
 std::set<std::string> parent_dirs(const TreeSpec& spec) {
     std::set<std::string> out;
@@ -110,19 +93,20 @@ bool swap_in(FileSystem& fs, const std::string& staged, const std::string& live,
     return fs.entry(live, existing) ? fs.exchange(staged, live, error) : fs.rename(staged, live, error);
 }
 
+// The manifest of the files of `spec` (which must not list the manifest itself).
+std::string manifest_of(const TreeSpec& spec) {
+    std::string out = "# sitegen manifest v1: sha256, mode, path relative to this directory\n";
+    for (const auto& [rel, f] : spec) out += f.hash + (f.mode == 0755u ? " 755 " : " 644 ") + rel + "\n";
+    return out;
+}
+
 }  // namespace
 
 std::string manifest_text(const std::vector<const OutputFile*>& files_in_root, const std::string& root) {
-    std::vector<std::string> lines;
+    TreeSpec spec;
     for (const OutputFile* f : files_in_root)
-        lines.push_back(sha256_hex(f->contents) + (f->executable ? " 755 " : " 644 ") +
-                        f->path.substr(root.size() + 1));
-    std::sort(lines.begin(), lines.end(), [](const std::string& a, const std::string& b) {
-        return a.substr(69) < b.substr(69);
-    });
-    std::string out = "# sitegen manifest v1: sha256, mode, path relative to this directory\n";
-    for (const auto& l : lines) out += l + "\n";
-    return out;
+        spec[f->path.substr(root.size() + 1)] = {sha256_hex(f->contents), f->executable ? 0755u : 0644u};
+    return manifest_of(spec);
 }
 
 bool recover_interrupted_publish(FileSystem& fs, const std::string& out_dir, Diagnostics& diags) {
@@ -188,18 +172,34 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
         }
         by_root[*it].push_back(&f);
     }
+    std::map<std::string, std::vector<const KeptFile*>> kept_by_root;
+    for (const auto& k : options.kept) {
+        auto it = std::find_if(roots.begin(), roots.end(), [&](const std::string& r) {
+            return k.path.size() > r.size() && k.path.compare(0, r.size(), r) == 0 && k.path[r.size()] == '/';
+        });
+        if (it == roots.end()) {
+            diags.error({}, "internal: output '" + k.path + "' is outside every site root");
+            return false;
+        }
+        kept_by_root[*it].push_back(&k);
+    }
 
     std::vector<std::string> to_swap;
     std::map<std::string, std::string> manifests;
     for (auto& [root, root_files] : by_root) {
         const std::string live = join(out, root);
-        manifests[root] = manifest_text(root_files, root);
         // What a fresh build leaves in this root, and what sitegen last wrote there.
         TreeSpec fresh;
         for (const OutputFile* f : root_files)
             fresh[f->path.substr(root.size() + 1)] = {sha256_hex(f->contents), f->executable ? 0755u : 0644u};
-        fresh[kManifestName] = {sha256_hex(manifests[root]), 0644};
-        const TreeSpec old = parse_manifest(read_manifest(fs, live));
+        for (const KeptFile* k : kept_by_root[root])
+            fresh[k->path.substr(root.size() + 1)] = {k->hash, k->executable ? 0755u : 0644u};
+        manifests[root] = manifest_of(fresh);
+        // The manifest is compared by its bytes below (hashing ~15 MB per 10,000 stacks is
+        // the largest part of an up-to-date build); its hash is needed only for the journal.
+        fresh[kManifestName] = {"", 0644};
+        const std::string old_text = read_manifest(fs, live);
+        const TreeSpec old = parse_manifest(old_text);
         const std::set<std::string> fresh_dirs = parent_dirs(fresh), old_dirs = parent_dirs(old);
         bool differs = false;
         // Anything sitegen would overwrite or remove that is not as sitegen wrote it is a hand
@@ -245,7 +245,22 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
                 differs = true;
                 continue;
             }
-            const std::string hash = hash_of(fs, live + "/" + e.path);
+            if (own) {
+                if (old_text == manifests[root] && e.mode == 0644) {
+                    present.insert(e.path);
+                    report.manifest_stats[root] = stat_of(e);
+                } else {
+                    differs = true;
+                }
+                continue;
+            }
+            // Untouched since the last publish (same stat): its manifest hash holds, unread.
+            std::string hash;
+            if (!own && options.known && was != old.end()) {
+                const auto k = options.known->find(shown);
+                if (k != options.known->end() && k->second == stat_of(e)) hash = was->second.hash;
+            }
+            if (hash.empty()) hash = hash_of(fs, live + "/" + e.path);
             if (!own) {
                 if (was == old.end())
                     hand_edit(e.path, "file was not written by sitegen");
@@ -260,7 +275,10 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
                 differs = true;
             } else if (want->second.hash == hash && want->second.mode == e.mode) {
                 present.insert(e.path);
-                if (!own) ++report.unchanged;
+                if (!own) {
+                    ++report.unchanged;
+                    report.stats[shown] = stat_of(e);
+                }
             } else {
                 if (!own) report.changed.push_back(shown);
                 differs = true;
@@ -272,6 +290,11 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
             differs = true;
             if (!occupied.count(rel)) report.added.push_back(f->path);
         }
+        // A kept file is linked from the live tree into a staged one: it must be there as
+        // the caller saw it (it can only be missing when changed during this build).
+        for (const KeptFile* k : kept_by_root[root])
+            if (!present.count(k->path.substr(root.size() + 1)))
+                diags.error({join(out, k->path), 0, 0}, "output changed while sitegen was building", "run the build again");
         if (!present.count(kManifestName)) differs = true;
         if (differs) to_swap.push_back(root);
     }
@@ -290,9 +313,20 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
         for (const OutputFile* file : by_root[root]) {
             const OutputFile& f = *file;
             if (!ok) break;
-            ok = fs.write(staged + f.path.substr(root.size()), f.contents, f.executable, error);
+            const std::string to = staged + f.path.substr(root.size());
+            ok = fs.write(to, f.contents, f.executable, error);
+            TreeEntry written;
+            if (ok && fs.entry(to, written)) report.stats[f.path] = stat_of(written);
+        }
+        // Unchanged outputs are linked, not rewritten: same inode, bytes and mtime (their
+        // stat from the scan stays true).
+        for (const KeptFile* k : kept_by_root[root]) {
+            if (!ok) break;
+            ok = fs.link(join(out, k->path), staged + k->path.substr(root.size()), error);
         }
         ok = ok && fs.write(staged + "/" + kManifestName, manifests[root], false, error);
+        TreeEntry written;
+        if (ok && fs.entry(staged + "/" + kManifestName, written)) report.manifest_stats[root] = stat_of(written);
         if (!ok) {
             discard_staging();
             diags.error({}, "cannot write the new tree (the previous one is untouched): " + error);

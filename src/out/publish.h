@@ -3,27 +3,47 @@
 // journal lets the next run finish an interrupted swap so the roots never mix old and new.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "site/diagnostics.h"
 #include "render/emit.h"
 #include "out/fs.h"
+#include "out/manifest.h"
 
 namespace sitegen {
 
 constexpr const char* kManifestName = ".sitegen-manifest";
 
+// An output the caller did not render because it is on disk as the last build left it (its
+// stack's inputs are unchanged and its stat is as recorded): published as it is (linked
+// into a staged tree), with the hash and mode of the old manifest.
+struct KeptFile {
+    std::string path;  // relative to out_dir
+    std::string hash;
+    bool executable = false;
+};
+
 struct PublishOptions {
     std::string out_dir = ".";
     bool dry_run = false;
     bool force = false;  // overwrite hand-edited outputs instead of refusing
+    std::vector<KeptFile> kept;  // published beside `files`
+    // Files as the last publish left them (path relative to out_dir -> stat); a live file
+    // with this stat is taken to still have its manifest hash and is not read. Only valid
+    // while the roots' manifests are the ones that publish wrote (the caller checks).
+    const std::map<std::string, FileStat>* known = nullptr;
 };
 
 struct PublishReport {
     std::vector<std::string> added, changed, removed;  // paths relative to out_dir
     size_t unchanged = 0;
     bool io_error = false;  // failure writing the tree (exit 3) rather than a refusal
+    // After a successful publish (not a dry run): every output file's stat (by path relative
+    // to out_dir) and each root's manifest's stat, as the tree now is.
+    std::map<std::string, FileStat> stats;
+    std::map<std::string, FileStat> manifest_stats;
 };
 
 // The manifest text for a root: one "<sha256> <mode> <path>" line per file, sorted.

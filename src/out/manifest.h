@@ -1,0 +1,57 @@
+// The output tree's records: the manifest (hash and mode of every file, part of the tree) and
+// the build state beside it (per stack: the digest of its inputs and its files' size, mtime
+// and inode), which lets a rebuild skip stacks whose inputs and files are unchanged.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "out/fs.h"
+#include "site/model.h"
+
+namespace sitegen {
+
+// One manifest line: a file's SHA-256 and mode, by path relative to the root.
+struct FileSpec {
+    std::string hash;
+    unsigned mode = 0644;
+};
+using TreeSpec = std::map<std::string, FileSpec>;
+TreeSpec parse_manifest(const std::string& text);
+
+// What a file looked like when sitegen last published it. Equal stat = not touched since
+// (an edit changes the mtime, an editor's write-and-rename the inode), so its hash in the
+// manifest still holds and it need not be read.
+struct FileStat {
+    unsigned long long size = 0, mtime_ns = 0, ino = 0;
+    bool operator==(const FileStat&) const = default;
+};
+inline FileStat stat_of(const TreeEntry& e) { return {e.size, e.mtime_ns, e.ino}; }
+
+// The build state of one site: a cache kept outside the output tree (whose bytes stay those of
+// a fresh build), at <state dir>/<digest of the out dir's path>/<site> (state_path). Valid only while each root's manifest
+// has the stat the state recorded (checked by the reader; a stale state is ignored).
+struct BuildState {
+    struct StackRecord {
+        std::string key;                 // digest of the stack's inputs (see stack_key)
+        bool rebuilt = false;            // rendered by the build that wrote this state
+        std::vector<std::string> files;  // its outputs, relative to the out dir
+    };
+    std::map<std::string, FileStat> manifests;     // root -> its manifest's stat
+    std::map<std::string, StackRecord> stacks;     // by module full name (name/version)
+    std::map<std::string, FileStat> files;         // every output, relative to the out dir
+};
+std::string state_text(const BuildState& state);
+// False (and `state` empty) when the text is not a state this sitegen wrote.
+bool parse_state(const std::string& text, BuildState& state);
+// `dir` is the out dir's state directory: $SITEGEN_STATE_DIR, else $XDG_CACHE_HOME/sitegen,
+// else ~/.cache/sitegen, then a digest of the out dir's absolute path.
+std::string state_path(const std::string& dir, const std::string& site_name);
+
+// The site as the plan reads it, as unambiguous text (every row of the field table; enum
+// values by name): everything but the stacks, and one stack. Inputs of the build keys.
+std::string site_wide_text(const Site& site);
+std::string stack_text(const Stack& stack);
+
+}  // namespace sitegen

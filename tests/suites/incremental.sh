@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Incremental rebuilds: after each single edit (a stack field, a site-wide field, the shared
+# fragment pulled in with `extends`, a rule file, a hook file, sitegen's identity via
+# SITEGEN_BUILD_SALT) a rebuild of an existing tree equals a fresh build byte for byte
+# (diff -r), and the build state names exactly the stacks that were rendered again. An
+# up-to-date rebuild touches no file (inode and mtime unchanged); a stack that did not change
+# keeps its files (same inodes) when another one is rebuilt; a hand edit is still refused
+# without --force and undone with it.
+set -euo pipefail
+sitegen=$(realpath "${1:?usage: incremental.sh SITEGEN}")
+root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/tools/common.sh
+source "$root/tests/tools/common.sh"
+
+sites=$SCRATCH/sites
+mkdir -p "$sites/lumi/hooks" "$SCRATCH/rules"
+cp -r "$root/sites/shared" "$sites/"
+cp "$root/sites/lumi/site.toml" "$sites/lumi/"
+# A second stack, so that one can change while the other stays.
+cat >>"$sites/lumi/site.toml" <<'EOF'
+
+[[stacks]]
+name = "PyTorch"
+version = "2.4.0"
+versionsuffix = "-rocm-6.1.3-python-3.12-singularity-20241101"
+image = "lumi-pytorch-rocm-6.1.3-python-3.12-pytorch-v2.4.0.sif"
+homepage = "https://pytorch.org/"
+description = "PyTorch 2.4.0, second test stack."
+EOF
+cat >"$sites/lumi/hooks/10-hello.lua" <<'EOF'
+-- Test hook: a load message.
+hook {
+  name = "hello",
+  stack = function(site, stack, out)
+    out.module.message("hello from " .. stack.module_full_name)
+  end,
+}
+EOF
+cat >"$SCRATCH/rules/extra.lua" <<'EOF'
+-- Test rule: never fires.
+rule {
+  name = "extra-never",
+  description = "test rule that never fires",
+  check = function(site, report) end,
+}
+EOF
+one=PyTorch/2.3.1-rocm-6.0.3-python-3.12-singularity-20240923
+two=PyTorch/2.4.0-rocm-6.1.3-python-3.12-singularity-20241101
+
+inc=$SCRATCH/inc
+# build OUT [ARGS...]: builds lumi into OUT; each out dir gets its own state directory.
+build() {
+  SITEGEN_STATE_DIR=$SCRATCH/state-$(basename "$1") "$sitegen" --sites-dir "$sites" --out-dir "$1" \
+    build lumi --rules "$SCRATCH/rules" "${@:2}"
+}
+# The stacks the last build of the incremental tree rendered, space-separated, sorted.
+rebuilt() {
+  local state
+  state=$(find "$SCRATCH/state-inc" -type f -name lumi)
+  awk '$1 == "stack" && $3 == "rebuilt" { print $4 }' "$state" | LC_ALL=C sort | paste -sd' '
+}
+# inode, mtime and path of every entry of the incremental tree.
+stamps() { (cd "$inc" && find . -printf '%i %T@ %p\n' | LC_ALL=C sort -k3); }
+n=0
+# after NAME EXPECTED-REBUILT: rebuilds the incremental tree and a fresh one, compares them.
+after() {
+  n=$((n + 1))
+  check "$1: the rebuild succeeds" build "$inc"
+  check "$1: a fresh build succeeds" build "$SCRATCH/fresh-$n"
+  check "$1: the rebuilt tree equals a fresh build" diff -r "$inc" "$SCRATCH/fresh-$n"
+  check_eq "$1: stacks rebuilt" "$2" "$(rebuilt)"
+}
+
+check "first build" build "$inc"
+check_eq "first build renders every stack" "$one $two" "$(rebuilt)"
+check "a build state is written beside, not in, the tree" test -s "$(find "$SCRATCH/state-inc" -type f -name lumi)"
+check_eq "the state is not in the output tree" "" "$(find "$inc" -name '*state*')"
+
+before=$(stamps)
+after "up to date" ""
+check_eq "up to date: no file rewritten (inodes, mtimes)" "$before" "$(stamps)"
+
+module_one=$inc/modules-out/lumi/modulefiles/$one.lua
+ino_one=$(stat -c '%i %Y' "$module_one")
+sed -i 's/^description = "PyTorch 2.4.0, second test stack."/description = "PyTorch 2.4.0, edited."/' "$sites/lumi/site.toml"
+after "stack field" "$two"
+check_eq "stack field: the other stack's files are the same inodes" "$ino_one" "$(stat -c '%i %Y' "$module_one")"
+check_contains "stack field: the edit reached the module" "PyTorch 2.4.0, edited." \
+  "$(cat "$inc/modules-out/lumi/modulefiles/$two.lua")"
+
+sed -i 's/^time = "00:10:00"/time = "00:20:00"/' "$sites/lumi/site.toml"
+after "site-wide field" "$one $two"
+check_contains "site-wide field: the job script has the new time" "--time=00:20:00" \
+  "$(cat "$inc/modules-out/lumi/software/$one/runscripts/job.slurm")"
+
+sed -i 's/^NCCL_NET_GDR_LEVEL = "3"/NCCL_NET_GDR_LEVEL = "2"/' "$sites/shared/amd-mi250x-slingshot.toml"
+after "extends fragment" "$one $two"
+check_contains "extends fragment: the module has the new value" 'NCCL_NET_GDR_LEVEL", "2"' "$(cat "$module_one")"
+
+echo '-- edited' >>"$SCRATCH/rules/extra.lua"
+after "rule file" "$one $two"
+
+sed -i 's/hello from/hi from/' "$sites/lumi/hooks/10-hello.lua"
+after "hook file" "$one $two"
+check_contains "hook file: the new message" "hi from" "$(cat "$module_one")"
+
+export SITEGEN_BUILD_SALT=other-sitegen
+after "sitegen's identity" "$one $two"
+after "up to date again" ""
+
+# A hand edit inside a stack that did not change: refused, then restored by --force.
+echo '-- my fix' >>"$module_one"
+edited=$(stamps)
+rc=0
+build "$inc" >/dev/null 2>"$SCRATCH/refused.err" || rc=$?
+check_eq "hand edit: a plain build refuses" 3 "$rc"
+check_contains "hand edit: says which file" "file was edited by hand" "$(cat "$SCRATCH/refused.err")"
+check_eq "hand edit: the refused tree is untouched" "$edited" "$(stamps)"
+check "hand edit: --force" build "$inc" --force
+check "hand edit: --force restores a fresh tree" diff -r "$inc" "$SCRATCH/fresh-$n"
+check_eq "hand edit: only the edited stack was rendered" "$one" "$(rebuilt)"
+# A deleted output comes back (its stack is rendered again; nothing to refuse).
+rm "$inc/modules-out/lumi/software/$two/runscripts/get-master"
+after "deleted output" "$two"
+# A stale state (the tree replaced behind its back) is ignored, not trusted.
+rm -rf "$inc" && cp -a "$SCRATCH/fresh-1" "$inc"
+after "tree replaced" "$one $two"
+finish
