@@ -30,6 +30,8 @@
 SUITE_NAME=${SUITE_NAME:-$(basename "${BASH_SOURCE[1]:-suite}" .sh)}
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/sitegen-test.XXXXXX")
 _COMMON_RESULTS=$SCRATCH/.results
+# sitegen's incremental-build state goes to the suite's scratch, not the user's ~/.cache.
+export SITEGEN_STATE_DIR=${SITEGEN_STATE_DIR:-$SCRATCH/.sitegen-state}
 _COMMON_HOOKS=()
 : >"$_COMMON_RESULTS"
 
