@@ -32,7 +32,7 @@ TEST_CASE("the build state reads back as written", "[manifest]") {
     CHECK_FALSE(parse_state(text + "garbage line\n", back));
 }
 
-TEST_CASE("site-wide text covers every table but the stacks; stack text one stack", "[manifest]") {
+TEST_CASE("site-wide text covers every table but the stacks, a stack text one stack", "[manifest]") {
     Site site;
     site.stacks.push_back({});
     site.stacks[0].name = "PyTorch";
