@@ -155,14 +155,19 @@ std::string collective_exports(const Site& site) {
 // Device visibility: one device per rank. The scheduler's choice stands when it bound exactly
 // one device; when it left several (e.g. "4,5,6,7" for half a node) the rank takes its entry
 // of that list (ranks share round-robin if there are more ranks than entries).
-std::string narrow_block(const std::string& var) {
-    return "# One device per rank, unless the scheduler already bound exactly one.\n"
-           "if [[ -z ${" + var + ":-} ]]; then\n"
-           "  export " + var + "=\"$LOCAL_RANK\"\n"
+// Bash that sets `var` to device `index` (a bash variable's name), or to that entry of the
+// scheduler's list when it left several; one it bound alone stands.
+std::string pick_device(const std::string& var, const std::string& index) {
+    return "if [[ -z ${" + var + ":-} ]]; then\n"
+           "  export " + var + "=\"$" + index + "\"\n"
            "elif [[ ${" + var + "} == *,* ]]; then\n"
            "  IFS=, read -ra visible_devices <<<\"${" + var + "}\"\n"
-           "  export " + var + "=\"${visible_devices[LOCAL_RANK % ${#visible_devices[@]}]}\"\n"
+           "  export " + var + "=\"${visible_devices[" + index + " % ${#visible_devices[@]}]}\"\n"
            "fi\n";
+}
+
+std::string narrow_block(const std::string& var) {
+    return "# One device per rank, unless the scheduler already bound exactly one.\n" + pick_device(var, "LOCAL_RANK");
 }
 
 // Several ranks per device: local ranks d*k .. d*k+k-1 see device d (k = ranks_per_device),
@@ -172,13 +177,7 @@ std::string shared_block(const Site& site, const std::string& var) {
     const std::string device = "$((10#$LOCAL_RANK / " + std::to_string(k) + "))";
     std::string s = "# " + std::to_string(k) + " ranks per device: local rank r sees device r / " + std::to_string(k) +
                     ", unless the scheduler\n# already bound exactly one.\n"
-                    "device_index=" + device + "\n"
-                    "if [[ -z ${" + var + ":-} ]]; then\n"
-                    "  export " + var + "=\"$device_index\"\n"
-                    "elif [[ ${" + var + "} == *,* ]]; then\n"
-                    "  IFS=, read -ra visible_devices <<<\"${" + var + "}\"\n"
-                    "  export " + var + "=\"${visible_devices[device_index % ${#visible_devices[@]}]}\"\n"
-                    "fi\n";
+                    "device_index=" + device + "\n" + pick_device(var, "device_index");
     switch (site.hardware.gpu_vendor) {
         case GpuVendor::intel: {
             // Every tile split into k compute command streamers, one per rank: the ALCF form
