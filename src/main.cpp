@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "pipeline.h"
+#include "lua/site_view.h"
 #include "site/schema.h"
 
 int main(int argc, char** argv) {
@@ -42,6 +43,9 @@ int main(int argc, char** argv) {
     for (auto* sub : {build, check, rules})
         sub->add_option("--rules", request.rule_dirs, "Also run the *.lua rules in DIR (repeatable)");
     auto* schema = app.add_subcommand("schema", "Print the site-file reference (docs/site-schema.md)");
+    bool lua_view = false;
+    schema->add_flag("--lua-view", lua_view,
+                     "Print instead the table of the site as Lua rules see it (docs/rules.md)");
 
     std::string xml_file;
     auto* topology = app.add_subcommand("topology", "Read node topologies (hwloc)");
@@ -77,7 +81,7 @@ int main(int argc, char** argv) {
     else if (*check) result = run_check(*fs, request);
     else if (*list) result = run_list(*fs, request);
     else if (*rules) result = run_rules_list(request);
-    else if (*schema) result.out = schema_markdown();
+    else if (*schema) result.out = lua_view ? site_view_reference() : schema_markdown();
     else if (*import) result = run_topology_import(xml_file);
     else if (*doctor) {
         request.sites = {doctor_site};

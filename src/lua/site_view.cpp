@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "site/fields.h"
+#include "site/schema.h"
 
 namespace sitegen {
 
@@ -121,8 +122,64 @@ LuaValue table_view(const T& object, const std::string& path) {
     return t;
 }
 
+// ---- the reference table ----------------------------------------------------------------
+
+// The schema table of a view path: "site.stacks[i].python" -> "stacks[].python".
+std::string schema_path(std::string view_path) {
+    view_path = view_path == "site" ? "" : view_path.substr(5);
+    for (size_t at; (at = view_path.find("[i]")) != std::string::npos;) view_path.replace(at, 3, "[]");
+    return view_path;
+}
+
+// A field's entry: its name, and an enumeration's or choice's names as they read in Lua.
+std::string field_entry(const TableSchema* schema, const std::string& key) {
+    std::string entry = "`" + key + "`";
+    if (!schema) return entry;
+    for (const auto& k : schema->keys) {
+        if (k.key != key || !k.type.starts_with("`")) continue;
+        std::string names;  // "`a` | `b`" -> "`"a"`/`"b"`"
+        for (size_t at = 0; at < k.type.size();) {
+            const size_t open = k.type.find('`', at), close = k.type.find('`', open + 1);
+            if (open == std::string::npos || close == std::string::npos) break;
+            names += (names.empty() ? "`\"" : "`/`\"") + k.type.substr(open + 1, close - open - 1) + "\"";
+            at = close + 1;
+        }
+        entry += " (" + names + "`)";
+    }
+    return entry;
+}
+
+bool is_table_of_tables(const LuaValue& v) {
+    return v.kind == LuaValue::Kind::table && !v.items.empty() && v.items.front().kind == LuaValue::Kind::table &&
+           !v.items.front().fields.empty();
+}
+
+// One row per table with named fields, depth first after its parent's row.
+void reference_rows(const LuaValue& table, const std::string& path, std::string& out) {
+    const TableSchema* schema = find_table_schema(schema_path(path));
+    std::string fields;
+    for (const auto& f : table.fields) fields += (fields.empty() ? "" : ", ") + field_entry(schema, f.key);
+    out += "| `" + path + "` | " + fields + " |\n";
+    for (const auto& f : table.fields) {
+        if (f.value.kind == LuaValue::Kind::table && !f.value.fields.empty() && f.value.items.empty())
+            reference_rows(f.value, path + "." + f.key, out);
+        else if (is_table_of_tables(f.value))
+            reference_rows(f.value.items.front(), path + "." + f.key + "[i]", out);
+    }
+}
+
 }  // namespace
 
 LuaValue site_to_lua(const Site& site) { return table_view(site, ""); }
+
+std::string site_view_reference() {
+    Site sample;  // one stack and one bind, so that their tables have rows
+    sample.container.enabled = true;
+    sample.container.binds.push_back(Bind{"/scratch", "", ""});
+    sample.stacks.push_back(Stack{});
+    std::string out = "| table | fields |\n| --- | --- |\n";
+    reference_rows(site_to_lua(sample), "site", out);
+    return out;
+}
 
 }  // namespace sitegen
