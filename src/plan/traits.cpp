@@ -55,12 +55,16 @@ constexpr UnsupportedBatchKey kPbsUnsupported[] = {
     {"gpu_bind", "PBS Pro has no GPU binding option; the rank wrapper sets device visibility"},
 };
 
+// Flux jobs always ask for whole nodes (`# flux: --exclusive`, written by flux_job), so
+// `exclusive = true` holds there without a directive of its own.
+constexpr const char* kFluxImplied[] = {"exclusive"};
+
 constexpr SchedulerTraits kSlurm{Scheduler::slurm, "#SBATCH", "job.slurm", "sbatch", kSlurmDirectives,
                                  "#SBATCH --job-name=", Launcher::srun};
 constexpr SchedulerTraits kPbs{Scheduler::pbs, "#PBS", "job.pbs", "qsub", kPbsDirectives, "#PBS -N ",
                                Launcher::mpiexec, kPbsUnsupported};
 constexpr SchedulerTraits kFlux{Scheduler::flux, "# flux:", "job.flux", "flux batch", kFluxDirectives,
-                                "# flux: --job-name=", Launcher::flux};
+                                "# flux: --job-name=", Launcher::flux, {}, kFluxImplied};
 
 constexpr LauncherTraits kSrun{Launcher::srun, "srun"};
 constexpr LauncherTraits kMpiexec{Launcher::mpiexec, "mpiexec"};

@@ -42,6 +42,7 @@ struct SchedulerTraits {
     const char* job_name;   // the directive naming the job, before the name
     Launcher launcher;      // the launcher its job scripts start ranks with
     std::span<const UnsupportedBatchKey> unsupported = {};  // [batch] keys this scheduler refuses
+    std::span<const char* const> implied = {};  // [batch] keys its job scripts satisfy without a value directive
 };
 
 struct LauncherTraits {

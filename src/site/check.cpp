@@ -412,6 +412,7 @@ void Checker::check_scheduler() {
     std::set<std::string> written;
     for (const auto& f : st.directives) written.insert(f.key);
     for (const auto& u : st.unsupported) written.insert(u.key);  // refused by check_batch_options
+    for (const char* key : st.implied) written.insert(key);
     std::set<std::string> warned;
     for (const auto& [other, other_name] : enum_names<Scheduler>()) {
         (void)other_name;
