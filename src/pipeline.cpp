@@ -238,6 +238,7 @@ std::vector<KeptFile> reusable(FileSystem& fs, const std::string& out_dir, const
 void emit_stack(const Site& site, const Stack& stack, const PlanOptions& options, OutputList& all) {
     const SitePlan plan{&site, options, {plan_stack(site, stack, options)}};
     for (const Renderer& renderer : renderers()) {
+        if (!renders_for(renderer, site)) continue;
         OutputList part = renderer.render(plan);
         all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
     }
@@ -453,7 +454,8 @@ Result run_doctor(FileSystem& fs, const Request& request, const DoctorRequest& d
                                  : traits(site.container.runtime).image_is_name ? StackImage::named
                                                                                  : StackImage::file;
         options.stacks.push_back({stack_install_dir(prefix, stack),
-                                  modulepath_of(prefix) + "/" + stack.name + "/" + stack.module_version() + ".lua",
+                                  modulepath_of(prefix) + "/" + stack.name + "/" + stack.module_version() +
+                                      traits(site.site.module_system).modulefile_suffix,
                                   image});
     }
     // Lmod searches what users `module use` (the site's paths, the stacks' tree), then the

@@ -23,7 +23,8 @@ OutputList all_outputs(const std::string& name) {
     const SitePlan plan = plan_site(site, {site.site.install_prefix});
     OutputList out;
     for (const auto& r : renderers())
-        for (auto& f : r.render(plan)) out.push_back(std::move(f));
+        if (renders_for(r, site))
+            for (auto& f : r.render(plan)) out.push_back(std::move(f));
     return out;
 }
 

@@ -31,7 +31,7 @@ TEST_CASE("a site of many stacks is planned once per stack for all renderers", "
     const size_t before = plans_computed();
     emit_all(site, PlanOptions{"/opt/p"});
     CHECK(plans_computed() - before == site.stacks.size());
-    CHECK(renderers().size() == 3);
+    CHECK(renderers().size() == 4);
 }
 
 TEST_CASE("the plan holds what every renderer needs", "[plan]") {

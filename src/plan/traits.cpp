@@ -249,6 +249,22 @@ const VisibilityTraits& traits(VisibilityPolicy v) {
     std::abort();
 }
 
+// Lmod reads <name>/<version>.lua and .modulerc.lua
+// (https://lmod.readthedocs.io/en/latest/060_locating.html); Environment Modules reads
+// <name>/<version> files starting with #%Module and .modulerc
+// (https://modules.readthedocs.io/en/latest/modulefile.html).
+constexpr ModuleSystemTraits kLmod{ModuleSystem::lmod, ".lua", ".modulerc.lua", "Lmod"};
+constexpr ModuleSystemTraits kEnvironmentModules{ModuleSystem::environment_modules, "", ".modulerc",
+                                                 "Environment Modules (modulecmd.tcl)"};
+
+const ModuleSystemTraits& traits(ModuleSystem m) {
+    switch (m) {
+        case ModuleSystem::lmod: return kLmod;
+        case ModuleSystem::environment_modules: return kEnvironmentModules;
+    }
+    std::abort();
+}
+
 const RankStarterTraits& traits(RankStarter r) {
     switch (r) {
         case RankStarter::launcher: return kByLauncher;

@@ -125,6 +125,15 @@ struct SharingTraits {
     int max_ranks;
 };
 
+// Where a module system finds a modulefile and a module name's default version.
+struct ModuleSystemTraits {
+    ModuleSystem system;
+    const char* modulefile_suffix;  // after <name>/<version>
+    const char* defaults_file;      // beside the versions of one name
+    const char* reader;             // the program that evaluates modulefiles, for messages and docs
+};
+
+const ModuleSystemTraits& traits(ModuleSystem);
 const SchedulerTraits& traits(Scheduler);
 const LauncherTraits& traits(Launcher);
 const RuntimeTraits& traits(ContainerRuntime);

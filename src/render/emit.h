@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/traits.h"
 #include "site/model.h"
 
 namespace sitegen {
@@ -30,12 +31,14 @@ inline std::string stack_output_path(const Site& site, const Stack& s, const std
     return modules_root(site) + "/software/" + s.name + "/" + s.module_version() + "/" + rel;
 }
 
-// Output path of a stack's modulefile and of a module name's .modulerc.lua.
+// Output path of a stack's modulefile and of a module name's defaults file (.modulerc.lua for
+// Lmod, .modulerc for Environment Modules).
 inline std::string modulefile_output_path(const Site& site, const Stack& s) {
-    return modules_root(site) + "/modulefiles/" + s.name + "/" + s.module_version() + ".lua";
+    return modules_root(site) + "/modulefiles/" + s.name + "/" + s.module_version() +
+           traits(site.site.module_system).modulefile_suffix;
 }
 inline std::string modulerc_output_path(const Site& site, const std::string& name) {
-    return modules_root(site) + "/modulefiles/" + name + "/.modulerc.lua";
+    return modules_root(site) + "/modulefiles/" + name + "/" + traits(site.site.module_system).defaults_file;
 }
 
 }  // namespace sitegen

@@ -12,8 +12,12 @@ namespace sitegen {
 struct Renderer {
     const char* name;  // what it writes, for messages and tests
     OutputList (*render)(const SitePlan&);
+    bool (*applies)(const Site&) = nullptr;  // which sites it renders for; nullptr: every site
 };
 
 std::span<const Renderer> renderers();
+
+// Whether `r` writes outputs for `site` (e.g. Tcl modulefiles only for Environment Modules sites).
+inline bool renders_for(const Renderer& r, const Site& site) { return !r.applies || r.applies(site); }
 
 }  // namespace sitegen

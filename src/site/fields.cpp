@@ -45,8 +45,9 @@ const std::vector<Field<SiteInfo>>& fields_of() {
          .meaning = "Parallel launcher: the scheduler's own (srun for Slurm, mpiexec for PBS/PALS, `flux run` for Flux)."},
         {.key = "install_prefix", .member = &SiteInfo::install_prefix, .absolute_path = true, .requirement = "required",
          .meaning = "Where stacks are installed (`<prefix>/software/<name>/<version>`); `--prefix` overrides it."},
-        {.key = "module_system", .member = &SiteInfo::module_system, .choices = {"lmod"},
-         .requirement = "default `lmod`", .meaning = "Module system the modulefiles are written for."},
+        {.key = "module_system", .member = &SiteInfo::module_system, .requirement = "default `lmod`",
+         .meaning = "Module system the modulefiles are written for: Lmod (Lua modulefiles, `.modulerc.lua`) or "
+                    "Environment Modules 5.1 or later (Tcl modulefiles, `.modulerc`)."},
         {.key = "module_use", .member = &SiteInfo::module_use,
          .meaning = "Paths users `module use` before loading (Aurora: `/soft/modulefiles`)."},
         {.key = "base_modules", .member = &SiteInfo::base_modules,

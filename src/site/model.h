@@ -25,6 +25,8 @@ enum class VisibilityPolicy { narrow, all, shared };
 // Who starts the ranks on a node: the scheduler's launcher (one task per rank), or torchrun
 // (the launcher starts one task per node, which runs torchrun with the node's ranks).
 enum class RankStarter { launcher, torchrun };
+// Which program reads the modulefiles: Lmod (Lua modulefiles) or Environment Modules (Tcl).
+enum class ModuleSystem { lmod, environment_modules };
 
 // One name table per enumeration, in declaration order (as Lua's ltm.h "ORDER TM"; model.cpp
 // static_asserts it). The loader, `sitegen schema`, the rules' view and to_string all read
@@ -45,6 +47,7 @@ template <> std::span<const EnumName<PythonLayout>> enum_names();
 template <> std::span<const EnumName<BindingStyle>> enum_names();
 template <> std::span<const EnumName<VisibilityPolicy>> enum_names();
 template <> std::span<const EnumName<RankStarter>> enum_names();
+template <> std::span<const EnumName<ModuleSystem>> enum_names();
 
 std::string to_string(Scheduler);
 std::string to_string(Launcher);
@@ -55,6 +58,7 @@ std::string to_string(PythonLayout);
 std::string to_string(BindingStyle);
 std::string to_string(VisibilityPolicy);
 std::string to_string(RankStarter);
+std::string to_string(ModuleSystem);
 
 // Ordered name=value pairs (TOML tables keep source order; we sort where output needs it).
 using EnvList = std::vector<std::pair<std::string, std::string>>;
@@ -66,7 +70,7 @@ struct SiteInfo {
     Scheduler scheduler = Scheduler::slurm;
     Launcher launcher = Launcher::srun;
     std::string install_prefix;  // absolute; --prefix overrides it
-    std::string module_system = "lmod";
+    ModuleSystem module_system = ModuleSystem::lmod;
     std::vector<std::string> module_use;    // `module use` paths users need first (Aurora)
     std::vector<std::string> base_modules;  // modules users load first; stacks depend on them
 };
