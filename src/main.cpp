@@ -68,6 +68,16 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     doctor->add_option("--prefix", request.prefix, "Install prefix the stacks are deployed at (default: the site's)");
 
+    std::string explain_site, explain_stack, explain_var;
+    auto* explain = app.add_subcommand(
+        "explain", "Print the collective environment a rank of STACK gets (module and rank wrapper, run-time "
+                   "conditions included), each setting with the file:line, profile and conditions that set it "
+                   "(docs/profiles.md); exit 1 when VAR is set by nothing");
+    explain->add_option("site", explain_site, "Site name")->required();
+    explain->add_option("stack", explain_stack, "The stack's module name (PyTorch/2.3.1-rocm-6.0.3), or its name when unique")
+        ->required();
+    explain->add_option("var", explain_var, "Only this variable, with the settings it overrides");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -83,7 +93,10 @@ int main(int argc, char** argv) {
     else if (*rules) result = run_rules_list(request);
     else if (*schema) result.out = lua_view ? site_view_reference() : schema_markdown();
     else if (*import) result = run_topology_import(xml_file);
-    else if (*doctor) {
+    else if (*explain) {
+        request.sites = {explain_site};
+        result = run_explain(*fs, request, explain_stack, explain_var);
+    } else if (*doctor) {
         request.sites = {doctor_site};
         result = run_doctor(*fs, request, doctor_request);
     }

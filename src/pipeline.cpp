@@ -16,6 +16,7 @@
 #include "out/publish.h"
 #include "out/sha256.h"
 #include "plan/stack_plan.h"
+#include "render/explain.h"
 #include "render/renderers.h"
 #include "lua/hooks.h"
 #include "lua/rules.h"
@@ -250,6 +251,46 @@ OutputList emit_all(const Site& site, const PlanOptions& options) {
     std::stable_sort(all.begin(), all.end(),
                      [](const OutputFile& a, const OutputFile& b) { return a.path < b.path; });
     return all;
+}
+
+Result run_explain(FileSystem& fs, const Request& request, const std::string& stack_name, const std::string& var) {
+    Result result;
+    Diagnostics diags;
+    std::vector<Loaded> sites;
+    if (!resolve_and_check(fs, request, sites, diags, result)) return result;
+    // Warnings are check's business; explain speaks only when the site cannot be explained.
+    if (diags.has_errors()) {
+        result.err += render_all(diags, reader_for(fs));
+        result.exit_code = kExitSiteErrors;
+        return result;
+    }
+    const Site& site = sites.front().site;
+    std::vector<const Stack*> matches;
+    std::vector<std::string> names;
+    for (const Stack& s : site.stacks) {
+        names.push_back(s.module_full_name());
+        if (s.module_full_name() == stack_name) matches = {&s};
+    }
+    if (matches.empty())
+        for (const Stack& s : site.stacks)
+            if (s.name == stack_name) matches.push_back(&s);
+    if (matches.size() != 1) {
+        const std::string hint = did_you_mean(stack_name, names);
+        std::string known;
+        for (const auto& n : names) known += " " + n;
+        result.err += "sitegen: error: " + std::string(matches.empty() ? "no stack '" : "several stacks named '") +
+                      stack_name + "' in site '" + site.site.name + "'" + (hint.empty() ? "" : "; " + hint) +
+                      "; its stacks:" + known + "\n";
+        result.exit_code = kExitUsage;
+        return result;
+    }
+    result.out = explain_text(site, *matches.front(), var);
+    if (result.out.empty()) {
+        result.err += "sitegen: " + (var.empty() ? std::string("no collective environment") : "'" + var + "' is not set") +
+                      " for " + matches.front()->module_full_name() + " at " + site.site.name + "\n";
+        result.exit_code = var.empty() ? kExitOk : kExitSiteErrors;
+    }
+    return result;
 }
 
 Result run_check(FileSystem& fs, const Request& request) {

@@ -53,6 +53,12 @@ struct DoctorRequest {
 };
 Result run_doctor(FileSystem& fs, const Request& request, const DoctorRequest& doctor);
 
+// `sitegen explain SITE STACK [VAR]`: the collective environment a rank of the stack gets (the
+// module's and the rank wrapper's), each setting with its file:line, profile and conditions.
+// STACK is the module's full name (PyTorch/2.3.1-rocm-6.0.3) or a name only one stack has.
+// Exit 1 when the site has errors or VAR is set by nothing; 2 for an unknown stack.
+Result run_explain(FileSystem& fs, const Request& request, const std::string& stack, const std::string& var);
+
 // Every output of one loaded, checked site (used by build, tests and the fuzzer).
 OutputList emit_all(const Site& site, const PlanOptions& options);
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "node/topology.h"
+#include "plan/env_profile.h"
 #include "plan/paths.h"
 #include "plan/traits.h"
 #include "text/quote.h"
@@ -181,12 +182,22 @@ std::string acceptance_site_values(const Site& site, const Stack& stack) {
         s += "RANK_CORES = None\n";
     }
     s += py_line("NETWORK_PLUGIN = " + python_string(c.network_plugin) + "  # collectives.network_plugin");
+    // The resolved collective environment (plan/env_profile.h) the wrapper exports, as a
+    // one-node run gets it: --direct runs on one node.
+    EnvList direct;
+    bool node_scoped = false;
+    for (const EnvSetting& e : resolve_env(site, stack)) {
+        if (e.from_stack) continue;
+        node_scoped = node_scoped || e.nodes != NodeScope::any;
+        if (e.nodes != NodeScope::multi) direct.emplace_back(e.name, e.value);
+    }
     s += "# [collectives.env], which the rank wrapper exports (--direct sets them the same way).\n";
-    if (c.env.empty()) {
+    if (node_scoped) s += "# With [[profiles]] settings for a one-node run (--direct runs on one node).\n";
+    if (direct.empty()) {
         s += "COLLECTIVE_ENV = []\n";
     } else {
         s += "COLLECTIVE_ENV = [\n";
-        for (const auto& [k, v] : c.env) s += py_line("    (" + python_string(k) + ", " + python_string(v) + "),");
+        for (const auto& [k, v] : direct) s += py_line("    (" + python_string(k) + ", " + python_string(v) + "),");
         s += "]\n";
     }
     s += std::string("SIZES_MIB = ") + (c.library == CollectiveLib::gloo ? "[1, 8, 32]" : "[8, 64, 256]") +

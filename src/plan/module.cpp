@@ -10,6 +10,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "plan/env_profile.h"
 #include "plan/hook_additions.h"
 #include "plan/paths.h"
 #include "plan/traits.h"
@@ -81,12 +82,31 @@ private:
     ModulePlan& plan_;
 };
 
-// The module's variables in one list: collectives first, stack values override them.
+// The module's variables in one list, by name: the resolved collective environment that applies
+// on any node count (plan/env_profile.h; the stack's env overrides it). Node-count settings are
+// the rank wrapper's alone.
 EnvList module_env(const Site& site, const Stack& stack) {
     std::map<std::string, std::string> merged;
-    for (const auto& [k, v] : site.collectives.env) merged[k] = v;
-    for (const auto& [k, v] : stack.env) merged[k] = v;
+    for (const EnvSetting& s : resolve_env(site, stack))
+        if (s.nodes == NodeScope::any) merged[s.name] = s.value;
     return EnvList(merged.begin(), merged.end());
+}
+
+// The help's account of the profiles' settings: each with its reason, and the ones only the
+// rank wrapper sets, with when. Nothing for a site without [[profiles]].
+std::string profile_help(const Site& site, const Stack& stack) {
+    std::string set, wrapper;
+    for (const EnvSetting& s : resolve_env(site, stack)) {
+        if (s.reason.empty()) continue;
+        const std::string line = "  " + s.name + "=" + s.value + "  (" + s.origin + ")\n      " + s.reason + "\n";
+        if (s.nodes == NodeScope::any) set += line;
+        else wrapper += "  " + s.name + "=" + s.value + " on " + node_scope_text(s.nodes) + " runs  (" + s.origin +
+                        ")\n      " + s.reason + "\n";
+    }
+    std::string h;
+    if (!set.empty()) h += "\nWhy the collective settings are set (sitegen explain shows their origin):\n" + set;
+    if (!wrapper.empty()) h += "\nSet by the rank wrapper only, when the run's node count matches:\n" + wrapper;
+    return h;
 }
 
 // The variable holding the bind list: the runtime's own (SINGULARITY_BIND), else
@@ -256,6 +276,7 @@ std::string help_text(const Site& site, const Stack& stack, const std::vector<Pl
     }
     h += "\nVariables this module sets:\n";
     for (const auto& v : variables) h += "  " + v + "\n";
+    h += profile_help(site, stack);
     if (site.container.enabled) {
         const RuntimeTraits& rt = traits(site.container.runtime);
         if (rt.env_prefix && traits(stack.python.layout).conda_venv)

@@ -8,6 +8,7 @@
 
 #include "node/hostlist.h"
 #include "node/topology.h"
+#include "plan/env_profile.h"
 #include "plan/hook_additions.h"
 #include "plan/paths.h"
 #include "plan/traits.h"
@@ -35,8 +36,7 @@ std::vector<std::string> passed_variables(const Site& site, const Stack& stack, 
     }
     std::set<std::string> names;
     if (!site.collectives.visibility_var.empty()) names.insert(site.collectives.visibility_var);
-    for (const auto& [k, v] : site.collectives.env) names.insert(k);
-    for (const auto& [k, v] : stack.env) names.insert(k);
+    for (const EnvSetting& e : resolve_env(site, stack)) names.insert(e.name);  // collectives, profiles, stack env
     out.insert(out.end(), names.begin(), names.end());
     return out;
 }
@@ -146,10 +146,34 @@ std::string export_default(const std::string& name, const std::string& value) {
     return "[[ -n ${" + name + "+x} ]] || " + name + "=" + bash_word(value) + "\nexport " + name + "\n";
 }
 
-std::string collective_exports(const Site& site) {
-    std::string out;
-    for (const auto& [k, v] : site.collectives.env) out += export_default(k, v);
-    return out;
+// The resolved collective environment (plan/env_profile.h) but the stack's env, which the
+// module sets: settings for any node count, then the node-count ones under `multi_node`, a
+// bash test true when the job's ranks span several nodes.
+std::string collective_exports(const Site& site, const Stack& stack, const std::string& multi_node) {
+    std::string out, single, multi;
+    for (const EnvSetting& e : resolve_env(site, stack)) {
+        if (e.from_stack) continue;
+        switch (e.nodes) {
+            case NodeScope::any: out += export_default(e.name, e.value); break;
+            case NodeScope::single: single += export_default(e.name, e.value); break;
+            case NodeScope::multi: multi += export_default(e.name, e.value); break;
+        }
+    }
+    if (single.empty() && multi.empty()) return out;
+    auto indent = [](const std::string& text) {
+        std::string o;
+        size_t start = 0;
+        while (start < text.size()) {
+            const size_t nl = text.find('\n', start);
+            o += "  " + text.substr(start, nl - start + 1);
+            start = nl + 1;
+        }
+        return o;
+    };
+    out += "# Profile settings for the run's node count (sitegen explain shows them with their reasons).\n"
+           "if " + multi_node + "; then\n" + (multi.empty() ? "  :\n" : indent(multi));
+    if (!single.empty()) out += "else\n" + indent(single);
+    return out + "fi\n";
 }
 
 // Device visibility: one device per rank. The scheduler's choice stands when it bound exactly
@@ -334,7 +358,7 @@ std::string rank_wrapper_tail(const Site& site, const Stack& stack, const std::s
     std::string s = rank_checks() + master_port_line(site.collectives, job, step);
     s += visibility_block(site);
     s += miopen_block(site, job, node);
-    s += collective_exports(site);
+    s += collective_exports(site, stack, "((10#$WORLD_SIZE > 10#$LOCAL_WORLD_SIZE))");
     s += network_plugin_block(site, stack);
     s += affinity_report(site);
     if (conda_venv_in_container(site, stack)) s += container_activation();
@@ -358,7 +382,7 @@ std::string torchrun_tail(const Site& site, const Stack& stack, const std::strin
     s += "((10#$LOCAL_WORLD_SIZE == 1)) || die \"torchrun starts the ranks: launch one task per node, not $LOCAL_WORLD_SIZE\"\n";
     s += master_port_line(site.collectives, job, step);
     s += miopen_block(site, job, node);
-    s += collective_exports(site);
+    s += collective_exports(site, stack, "((10#$WORLD_SIZE > 1))");  // WORLD_SIZE counts nodes here
     if (conda_venv_in_container(site, stack)) s += container_activation();
     s += "nnodes=$((10#$WORLD_SIZE))\n"
          "unset RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE\n";

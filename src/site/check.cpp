@@ -6,11 +6,13 @@
 #include <set>
 
 #include "node/topology.h"
+#include "plan/env_profile.h"
 #include "plan/module.h"
 #include "plan/runscripts.h"
 #include "plan/traits.h"
 #include "text/quote.h"
 #include "site/schema.h"
+#include "site/suggest.h"
 
 namespace sitegen {
 
@@ -599,11 +601,122 @@ void Checker::check_text_placement() {
     }
 }
 
+// ---- [[profiles]] (docs/profiles.md) ----------------------------------------------------
+
+bool profile_extends(const Site& site, size_t from, size_t base, std::set<size_t>& seen) {
+    if (!seen.insert(from).second) return false;
+    for (const auto& name : site.profiles[from].extends)
+        for (size_t j = 0; j < site.profiles.size(); ++j)
+            if (site.profiles[j].name == name && (j == base || profile_extends(site, j, base, seen))) return true;
+    return false;
+}
+
+// The profile index of a settings path ("profiles.3.vars.1"), or npos.
+size_t profile_index(const std::string& path) {
+    if (path.rfind("profiles.", 0) != 0) return std::string::npos;
+    return std::stoul(path.substr(9));
+}
+
+std::string located(const Site& site, const std::string& path) {
+    const SourceRegion at = site.where(path);
+    return at.file + ":" + std::to_string(at.line);
+}
+
+void check_profiles(const Site& site, Diagnostics& diags) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < site.profiles.size(); ++i) {
+        const Profile& profile = site.profiles[i];
+        const std::string p = "profiles." + std::to_string(i);
+        if (std::find(names.begin(), names.end(), profile.name) != names.end())
+            diags.error(site.where(p + ".name"), "profile '" + profile.name + "' is defined twice",
+                        "give one of them another name, and `extends` the other to build on it");
+        names.push_back(profile.name);
+    }
+    auto known = [&](const std::string& path, const std::string& name) {
+        if (std::find(names.begin(), names.end(), name) == names.end())
+            diags.error(site.where(path), "no profile named '" + name + "'", did_you_mean(name, names));
+    };
+    for (size_t i = 0; i < site.collectives.profiles.size(); ++i)
+        known("collectives.profiles." + std::to_string(i), site.collectives.profiles[i]);
+    static const std::regex kShellVariable(R"(\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*))");
+    for (size_t i = 0; i < site.profiles.size(); ++i) {
+        const Profile& profile = site.profiles[i];
+        const std::string p = "profiles." + std::to_string(i);
+        for (size_t j = 0; j < profile.extends.size(); ++j) known(p + ".extends." + std::to_string(j), profile.extends[j]);
+        std::set<size_t> seen;
+        if (profile_extends(site, i, i, seen))
+            diags.error(site.where(p + ".extends"), "profile '" + profile.name + "' extends itself (an 'extends' cycle)");
+        for (size_t v = 0; v < profile.vars.size(); ++v) {
+            const ProfileVar& var = profile.vars[v];
+            const std::string vp = p + ".vars." + std::to_string(v);
+            if (!is_valid_var_name(var.name))
+                diags.error(site.where(vp + ".name"),
+                            "'" + var.name + "' is not a valid environment variable name (^[A-Za-z_][A-Za-z0-9_]*$)");
+            for (const auto& [key, text] : {std::pair<std::string, std::string>{"value", var.value}, {"reason", var.reason}})
+                for (unsigned char c : text)
+                    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+                        diags.error(site.where(vp + "." + key), "'" + vp + "." + key + "' must be a single line without control characters");
+                        break;
+                    }
+            std::smatch m;
+            if (std::regex_search(var.value, m, kShellVariable))
+                diags.warning(site.where(vp + ".value"),
+                              "'" + m.str(0) + "' in '" + vp + ".value' is written literally: modules and the rank "
+                              "wrapper do not expand variables in values", "write the value in full");
+            if (!var.when.plugin_version.empty() && !valid_version_spec(var.when.plugin_version))
+                diags.error(site.where(vp + ".when.plugin_version"),
+                            "'" + var.when.plugin_version + "' is not a version condition such as \">=1.4\", \"<1.4\" or \"=1.4.0\"");
+        }
+    }
+    // Per stack: what applies, conflicting values for the same runs, module-owned names, shadows.
+    std::set<std::string> reported;
+    for (size_t k = 0; k < site.stacks.size(); ++k) {
+        const Stack& stack = site.stacks[k];
+        const std::vector<EnvSetting> applied = applied_settings(site, stack);
+        for (size_t b = 0; b < applied.size(); ++b) {
+            const EnvSetting& later = applied[b];
+            if (later.path.rfind("profiles.", 0) == 0 && module_owns_variable(site, stack, later.name) &&
+                reported.insert("owned " + later.path).second)
+                diags.error(site.where(later.path + ".name"),
+                            "'" + later.name + "' is set by the generated module itself (or is a path list or Lmod's state); "
+                            "it cannot come from a profile");
+            for (size_t a = 0; a < b; ++a) {
+                const EnvSetting& earlier = applied[a];
+                const bool overlap = earlier.nodes == NodeScope::any || later.nodes == NodeScope::any ||
+                                     earlier.nodes == later.nodes;
+                if (earlier.name != later.name || earlier.value == later.value || !overlap) continue;
+                if (!reported.insert(earlier.path + " " + later.path).second) continue;
+                const std::string message = "'" + later.name + "' is '" + later.value + "' here (" + later.origin +
+                                            ") but '" + earlier.value + "' in " + earlier.origin + " at " +
+                                            located(site, earlier.path) + ", for the same runs of '" +
+                                            stack.module_full_name() + "'";
+                const size_t from = profile_index(later.path), base = profile_index(earlier.path);
+                std::set<size_t> seen;
+                if (from != std::string::npos && base != std::string::npos && from != base &&
+                    profile_extends(site, from, base, seen))
+                    diags.warning(site.where(later.path + ".value"), message + "; this profile extends that one, so its value wins");
+                else
+                    diags.error(site.where(later.path + ".value"), message,
+                                "give the two settings disjoint conditions ('when'), or let one profile extend the other to override it");
+            }
+        }
+        for (const auto& [name, value] : stack.env)
+            for (const EnvSetting& e : applied)
+                if (e.name == name && e.path.rfind("profiles.", 0) == 0 &&
+                    reported.insert("shadow " + std::to_string(k) + " " + e.path).second)
+                    diags.warning(site.where("stacks." + std::to_string(k) + ".env." + name),
+                                  "'" + name + "' in the stack's env shadows " + e.origin + " at " + located(site, e.path) +
+                                  ": the module and every rank of '" + stack.module_full_name() + "' get '" + value + "'",
+                                  "remove it from the stack's env, or give the profile's setting a 'when' that excludes this stack");
+    }
+}
+
 }  // namespace
 
 void check_site(const Site& site, const std::string& expected_name, Diagnostics& diags) {
     Checker{site, diags}.run(expected_name);
     check_runscript_values(site, diags);  // what would break a #SBATCH / #PBS line
+    check_profiles(site, diags);
 }
 
 }  // namespace sitegen

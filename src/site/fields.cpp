@@ -28,6 +28,10 @@ const std::vector<Field<Site>>& fields_of() {
          .section = "Python layout of the stacks (each stack may override it)."},
         {.key = "stacks", .member = &Site::stacks, .requirement = "required",
          .meaning = "See [stacks[]]; at least one `[[stacks]]`.", .section = "A module to publish (`[[stacks]]`)."},
+        {.key = "profiles", .member = &Site::profiles,
+         .meaning = "Named sets of collective and fabric variables (`[[profiles]]`), each variable with a reason and "
+                    "conditions; every file adds its own, so a shared fragment can define them (docs/profiles.md).",
+         .section = "A collective network profile (`[[profiles]]`), applied where `collectives.profiles` names it."},
     };
     return rows;
 }
@@ -186,6 +190,12 @@ const std::vector<Field<Collectives>>& fields_of() {
          .requirement = "default false",
          .meaning = "network_plugin_path is inside the container image (built in, as LUMI's images): not bound from "
                     "the host, only prepended inside."},
+        {.key = "profiles", .member = &Collectives::profiles,
+         .meaning = "Names of `[[profiles]]` applied to every stack, in order, after `env` (which acts as an "
+                    "unconditional profile of its own); see docs/profiles.md."},
+        {.key = "network_plugin_version", .member = &Collectives::network_plugin_version,
+         .meaning = "Version of the network plugin (`1.4.0`), matched by profile conditions `plugin_version`; a "
+                    "stack's `components` entry named like `network_plugin` overrides it (the plugin in its image)."},
     };
     return rows;
 }
@@ -292,6 +302,57 @@ const std::vector<Field<Stack>>& fields_of() {
          .section = "Components (name = version)."},
         {.key = "env", .member = &Stack::env, .meaning = "Extra variables the module sets.",
          .section = "Extra module variables (name = value)."},
+    };
+    return rows;
+}
+
+template <>
+const std::vector<Field<Profile>>& fields_of() {
+    static const std::vector<Field<Profile>> rows = {
+        {.key = "name", .member = &Profile::name, .requirement = "required",
+         .meaning = "The profile's name, as `collectives.profiles` and other profiles' `extends` write it."},
+        {.key = "description", .member = &Profile::description, .meaning = "One line: what the profile is for."},
+        {.key = "extends", .member = &Profile::extends,
+         .meaning = "Profiles applied before this one, by name (from any file of the site)."},
+        {.key = "vars", .member = &Profile::vars,
+         .meaning = "The variables, in order (`[[profiles.vars]]`).",
+         .section = "One variable of a profile: its value, why, and when it applies."},
+    };
+    return rows;
+}
+
+template <>
+const std::vector<Field<ProfileVar>>& fields_of() {
+    static const std::vector<Field<ProfileVar>> rows = {
+        {.key = "name", .member = &ProfileVar::name, .requirement = "required",
+         .meaning = "Environment variable name (`NCCL_NET_GDR_LEVEL`)."},
+        {.key = "value", .member = &ProfileVar::value, .requirement = "required", .meaning = "Its value, written literally."},
+        {.key = "reason", .member = &ProfileVar::reason, .requirement = "required",
+         .meaning = "One line saying why (a public issue or page is best): shown in the module help and by `sitegen explain`."},
+        {.key = "when", .member = &ProfileVar::when,
+         .meaning = "Conditions, all of which must hold (none: always), e.g. `{ nodes = \"multi\" }`.",
+         .section = "When a profile variable applies: every key given must hold. `nodes` is decided by the rank "
+                    "wrapper at run time; the others when the stack is planned."},
+    };
+    return rows;
+}
+
+template <>
+const std::vector<Field<ProfileWhen>>& fields_of() {
+    static const std::vector<Field<ProfileWhen>> rows = {
+        {.key = "library", .member = &ProfileWhen::library, .choices = {"nccl", "rccl", "oneccl", "gloo"},
+         .meaning = "`collectives.library` is this one."},
+        {.key = "plugin_version", .member = &ProfileWhen::plugin_version,
+         .meaning = "The stack's network plugin version satisfies this: `>=1.4`, `<1.4`, `>1.4`, `<=1.4` or `=1.4.0` "
+                    "(numeric, dot by dot); a stack whose version is unknown does not match."},
+        {.key = "stack", .member = &ProfileWhen::stack,
+         .meaning = "Glob (`*`, `?`) on the module's full name, e.g. `PyTorch/2.3.1-*`."},
+        {.key = "image", .member = &ProfileWhen::image, .meaning = "Glob (`*`, `?`) on the stack's `image`."},
+        {.key = "nodes", .member = &ProfileWhen::nodes, .choices = {"single", "multi"},
+         .meaning = "Run time: `single` (every rank on one node) or `multi`; set by the rank wrapper only, never by the "
+                    "module."},
+        {.key = "in_container", .member = &ProfileWhen::in_container, .choices = {"yes", "no"},
+         .meaning = "The stack runs in a container (`yes`: a site with `[container]` and a layout in the image) or on bare metal (`no`)."},
     };
     return rows;
 }

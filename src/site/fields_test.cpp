@@ -351,6 +351,9 @@ TEST_CASE("field rows are well formed: unique keys and members, bounds and choic
     check_rows_are_well_formed<Bind>("container.binds[]");
     check_rows_are_well_formed<Python>("python");
     check_rows_are_well_formed<Stack>("stacks[]");
+    check_rows_are_well_formed<Profile>("profiles[]");
+    check_rows_are_well_formed<ProfileVar>("profiles[].vars[]");
+    check_rows_are_well_formed<ProfileWhen>("profiles[].vars[].when");
 }
 
 TEST_CASE("the Lua view has exactly the rows' keys plus its documented extras", "[fields]") {
@@ -364,5 +367,6 @@ TEST_CASE("the reference's known keys are the rows' keys", "[fields]") {
     CHECK(known_keys("hardware").size() == fields_of<Hardware>().size());
     CHECK(known_keys("stacks[].python") == known_keys("python"));
     CHECK(known_keys("") == std::vector<std::string>{"extends", "site", "hardware", "binding", "batch",
-                                                     "collectives", "container", "python", "stacks"});
+                                                     "collectives", "container", "python", "stacks",
+                                                     "profiles"});
 }

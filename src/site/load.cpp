@@ -161,6 +161,44 @@ void read_array(TomlReader& r, const Field<T>& row, const T& parent, std::vector
     }
 }
 
+// An array of tables whose entries are read row by row: each file's entries are added to what
+// earlier files read ([[profiles]]: a shared fragment's profiles and the site's own) or, with
+// `replace`, take its place (a profile's vars). Entries are numbered across files.
+template <typename T, FieldTable C>
+void read_entries(TomlReader& r, const Field<T>& row, std::vector<C>& entries, bool replace) {
+    const toml::array* items = r.array(row.key);
+    if (!items) return;
+    if (replace) entries.clear();
+    for (const auto& item : *items) {
+        const std::string path = r.child(row.key) + "." + std::to_string(entries.size());
+        r.regions()[path] = region_of(item.source());
+        if (!item.is_table()) {
+            r.diags().error(region_of(item.source()), "'" + path + "' must be a table ([[" +
+                                                          child_path(r.schema_path(), row.key) + "]]), found " +
+                                                          toml_type_name(item));
+            continue;
+        }
+        TomlReader entry(*item.as_table(), child_path(r.schema_path(), row.key) + "[]", path, r.regions(), r.diags());
+        for (const Field<C>& field : fields_of<C>())
+            if (std::string(field.requirement) == "required" && !entry.has(field.key))
+                r.diags().error(region_of(item.source()), "'" + path + "' is missing required key '" + field.key + "'");
+        C object;
+        read_rows(entry, object);
+        entry.report_unknown_keys();
+        entries.push_back(std::move(object));
+    }
+}
+
+template <typename T>
+void read_array(TomlReader& r, const Field<T>& row, const T&, std::vector<Profile>& profiles) {
+    read_entries(r, row, profiles, false);
+}
+
+template <typename T>
+void read_array(TomlReader& r, const Field<T>& row, const T&, std::vector<ProfileVar>& vars) {
+    read_entries(r, row, vars, true);
+}
+
 template <typename T>
 void read_rows(TomlReader& r, T& object) {
     for (const Field<T>& row : fields_of<T>())

@@ -133,6 +133,8 @@ struct Collectives {
     int ranks_per_device = 1;      // shared: ranks on each device (device = LOCAL_RANK / this)
     std::string network_plugin_path;    // directory holding the plugin library (absolute)
     bool network_plugin_in_image = false;  // that directory is inside the container image, not on the host
+    std::vector<std::string> profiles;     // [[profiles]] applied, in order (after env), by name
+    std::string network_plugin_version;    // the plugin's version (a stack's components entry overrides it)
 };
 
 struct Bind {
@@ -183,6 +185,34 @@ struct Stack {
     std::string module_full_name() const { return name + "/" + module_version(); }
 };
 
+// When a profile variable applies; every key left empty matches anything. Static conditions
+// (library, plugin_version, stack, image, in_container) are decided per stack when planning;
+// `nodes` is decided by the rank wrapper at run time.
+struct ProfileWhen {
+    std::string library;         // nccl | rccl | oneccl | gloo
+    std::string plugin_version;  // ">=1.4", "<1.4", "=1.4.0" against the stack's plugin version
+    std::string stack;           // glob on the module's full name (PyTorch/2.3.1-rocm-6.0.3)
+    std::string image;           // glob on the stack's image
+    std::string nodes;           // single | multi
+    std::string in_container;    // yes | no
+};
+
+struct ProfileVar {
+    std::string name;
+    std::string value;
+    std::string reason;  // one line: why; shown in the module help and by `sitegen explain`
+    ProfileWhen when;
+};
+
+// A named set of collective and fabric variables ([[profiles]]); `extends` applies other
+// profiles first, by name.
+struct Profile {
+    std::string name;
+    std::string description;
+    std::vector<std::string> extends;
+    std::vector<ProfileVar> vars;
+};
+
 struct Site {
     SiteInfo site;
     Hardware hardware;
@@ -192,6 +222,7 @@ struct Site {
     Container container;
     Python python;
     std::vector<Stack> stacks;
+    std::vector<Profile> profiles;  // every file's [[profiles]], in the order read
 
     // Where each loaded key came from, by dotted path: "hardware.nics",
     // "stacks.0.env.NCCL_DEBUG", "collectives.env.NCCL_SOCKET_IFNAME".
