@@ -289,11 +289,12 @@ TEST_CASE("Aurora's job: the seed's TF32, oneCCL paths and ulimit -c 0 after the
     const std::string ccl =
         "/opt/aurora/24.180.3/frameworks/aurora_nre_models_frameworks-2024.2.1_u1/lib/python3.10/site-packages/"
         "oneccl_bindings_for_pytorch";
+    // Tables of strings come in key order (CPATH, LD_LIBRARY_PATH, LIBRARY_PATH).
     const std::string lines = "cd \"${PBS_O_WORKDIR:-.}\"\n"
                               "# The site's job environment ([batch] env, prepend_path, core_dumps).\n"
                               "export IPEX_FP32_MATH_MODE=TF32\n"
-                              "export LD_LIBRARY_PATH=" + ccl + "/lib\"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\"\n"
                               "export CPATH=" + ccl + "/include\"${CPATH:+:$CPATH}\"\n"
+                              "export LD_LIBRARY_PATH=" + ccl + "/lib\"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\"\n"
                               "export LIBRARY_PATH=" + ccl + "/lib\"${LIBRARY_PATH:+:$LIBRARY_PATH}\"\n"
                               "ulimit -c 0\n";
     const auto at = job.find(lines);

@@ -36,7 +36,7 @@ ln -s /usr/bin/python3 "$env_dir/bin/python"
 
 # ---- Step 1: `module use` (the prefix stands for /soft/modulefiles), `module load frameworks`.
 # shellcheck disable=SC2016  # expanded in Lmod's shell
-got=$(lmod_clean_shell "" "module use '$mp'" 'module load frameworks && echo "python=$(which python)" &&
+got=$(lmod_clean_shell "$mp" "module use '$mp'" 'module load frameworks && echo "python=$(which python)" &&
 echo "LOADED=$LOADEDMODULES" && echo "CCL_ROOT=$CCL_ROOT" && echo "ZE_FLAT_DEVICE_HIERARCHY=$ZE_FLAT_DEVICE_HIERARCHY" &&
 echo "NUMEXPR_NUM_THREADS=$NUMEXPR_NUM_THREADS"' 2>&1)
 check_eq "modules: the frameworks env's python, CCL_ROOT and one device per tile" "python=$env_dir/bin/python
@@ -52,8 +52,8 @@ check_eq "job: the seed's TF32, oneCCL paths and ulimit -c 0, after the modules"
 cd \"\${PBS_O_WORKDIR:-.}\"
 # The site's job environment ([batch] env, prepend_path, core_dumps).
 export IPEX_FP32_MATH_MODE=TF32
-export LD_LIBRARY_PATH=$ccl/lib\"\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}\"
 export CPATH=$ccl/include\"\${CPATH:+:\$CPATH}\"
+export LD_LIBRARY_PATH=$ccl/lib\"\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}\"
 export LIBRARY_PATH=$ccl/lib\"\${LIBRARY_PATH:+:\$LIBRARY_PATH}\"
 ulimit -c 0" "$(sed -n '/^module load frameworks/,/^ulimit/p' "$job")"
 
@@ -101,7 +101,7 @@ mkdir -p "$work"
 # mpiexec stand-in; `qsub -v PROGRAM=...` is the environment variable PROGRAM. Core files are
 # allowed when the job starts, so that core_limit=0 is the job's doing.
 # shellcheck disable=SC2016  # expanded in Lmod's shell
-lmod_clean_shell "" "export PATH='$fake':\$PATH MPIEXEC_LOG='$SCRATCH/mpiexec.log' PBS_JOBID=4242.aurora-pbs-0001 \
+lmod_clean_shell "$mp" "export PATH='$fake':\$PATH MPIEXEC_LOG='$SCRATCH/mpiexec.log' PBS_JOBID=4242.aurora-pbs-0001 \
 PBS_NODEFILE='$SCRATCH/nodefile' PBS_O_WORKDIR='$work' PROGRAM='$SCRATCH/train.py --epochs 1' && ulimit -S -c unlimited && bash '$job'" \
   >"$SCRATCH/job.out" 2>&1 || fail "job.pbs failed: $(cat "$SCRATCH/job.out")"
 want=""

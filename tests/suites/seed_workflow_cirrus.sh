@@ -45,14 +45,19 @@ venv=$SCRATCH/work/myvenv
 got=$(lmod_clean_shell "$mp" 'module load pytorch/2.3.1-gpu && echo "python=$(which python)" &&
 echo "LOADED=$LOADEDMODULES" && python -c "import horovod, site; print(\"horovod=\" + horovod.__file__); print(\"USER_BASE=\" + site.USER_BASE)" &&
 echo "extend-venv-activate=$(which extend-venv-activate)" &&
-python -m venv --system-site-packages '"'$venv'"' && extend-venv-activate '"'$venv'"' && echo extended' 2>&1)
+python -m venv --system-site-packages '"'$venv'"' && extend-venv-activate '"'$venv'"' && echo extended' 2>"$SCRATCH/step1.err")
 check_eq "module: the python module's python, horovod from PYTHONUSERBASE, extend-venv-activate on PATH" \
   "python=$SCRATCH/miniconda/bin/python
 LOADED=python/3.12.1-gpu:pytorch/2.3.1-gpu
 horovod=$hvd
 USER_BASE=$userbase
 extend-venv-activate=$sw/bin/extend-venv-activate
+$venv/bin/activate: loads pytorch/2.3.1-gpu on activate
 extended" "$got"
+# Its notes (stderr); the stand-in python is Debian's 3.11, hence also a version warning.
+check_contains "extend-venv-activate: csh is not extended" \
+  "extend-venv-activate: note: bin/activate.csh is not extended; use bash or zsh to load pytorch/2.3.1-gpu with the venv" \
+  "$(cat "$SCRATCH/step1.err")"
 
 # ---- Step 2: a new session: activating the venv loads the module, deactivating unloads it.
 # shellcheck disable=SC2016  # expanded in Lmod's shell

@@ -80,8 +80,8 @@ PY
 slurm_up
 host=$(hostname)
 user=$(id -un)
-# The rank count of this one small node; the rest are the job's own directives.
-small=(--nodes=1 --ntasks-per-node=2 --cpus-per-task=1)
+# This one small node's partition and rank count; the rest are the job's own directives.
+small=(--partition=debug --nodes=1 --ntasks-per-node=2 --cpus-per-task=1)
 
 # expect_ranks NAME LOG ID: both ranks see one master, the same in their arguments and their
 # environment: the node (first of the job's nodes), port 29500 + job id % 1000.
