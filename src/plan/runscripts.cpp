@@ -619,6 +619,45 @@ int cpus_per_task(const Site& site) {
     return 1;
 }
 
+// [batch] env, prepend_path and core_dumps: what a seed's job script sets itself (Aurora's:
+// IPEX_FP32_MATH_MODE, oneCCL's lib/ and include/ first on the paths, `ulimit -c 0`), after the
+// modules and before the launcher, so every rank inherits it. Values are single bash words.
+std::string job_environment_lines(const Site& site) {
+    const Batch& b = site.batch;
+    if (b.env.empty() && b.prepend_path.empty() && b.core_dumps) return "";
+    std::string s = "# The site's job environment ([batch] env, prepend_path, core_dumps).\n";
+    for (const auto& [name, value] : b.env) s += "export " + var_name(name) + "=" + bash_word(value) + "\n";
+    for (const auto& [name, dir] : b.prepend_path)
+        s += "export " + var_name(name) + "=" + bash_word(dir) + "\"${" + name + ":+:$" + name + "}\"\n";
+    if (!b.core_dumps) s += "ulimit -c 0\n";
+    return s;
+}
+
+// The master for the whole Slurm job, before srun: the program's arguments and every rank (the
+// wrapper keeps a MASTER_ADDR/MASTER_PORT already set) then see the same values. Frontier's seed
+// passes them as arguments (pytorch_ddp.py --master_addr=$MASTER_ADDR --master_port=...): written
+// on the job's srun line they expand here; passed to this script quoted ('$MASTER_ADDR'), the
+// literal words $MASTER_ADDR and $MASTER_PORT in its arguments are replaced by the values
+// (a plain string replacement: nothing else in the arguments is expanded or run).
+std::string slurm_job_master(const Site& site) {
+    std::string body = "MASTER_ADDR=${MASTER_ADDR:-$(\"$RUNSCRIPTS/get-master\" \"${SLURM_JOB_NODELIST:-}\")}\n"
+                       "export MASTER_ADDR\n" +
+                       master_port_line(site.collectives, "$SLURM_JOB_ID", "") +
+                       "# shellcheck disable=SC2016  # the literal words, not their values\n"
+                       "set -- \"${@//'$MASTER_ADDR'/\"$MASTER_ADDR\"}\"\n"
+                       "# shellcheck disable=SC2016\n"
+                       "set -- \"${@//'$MASTER_PORT'/\"$MASTER_PORT\"}\"\n";
+    std::string indented;
+    for (size_t at = 0; at < body.size();) {
+        const size_t nl = body.find('\n', at);
+        indented += "  " + body.substr(at, nl + 1 - at);
+        at = nl + 1;
+    }
+    // Outside sbatch/salloc (no job id) the rank wrapper picks them as before.
+    return "# One master for the job (arguments and ranks alike), unless run outside a Slurm job.\n"
+           "if [[ ${SLURM_JOB_ID:-} =~ ^[0-9]{1,18}$ ]]; then\n" + indented + "fi\n";
+}
+
 std::string slurm_job(const Site& site, const Stack& stack, const PlanOptions& options,
                       const std::string& wrapper) {
     const auto& b = site.batch;
@@ -647,6 +686,8 @@ std::string slurm_job(const Site& site, const Stack& stack, const PlanOptions& o
          "# SLURM_EXPORT_ENV=NONE, which srun inherits: the ranks would lose the modules loaded above.\n"
          "# ALL gives the job steps this script's environment (https://slurm.schedmd.com/sbatch.html#OPT_export).\n"
          "export SLURM_EXPORT_ENV=ALL\n";
+    s += job_environment_lines(site);
+    s += slurm_job_master(site);
     std::string launch = "srun";
     if (auto ranks = binding_ranks(site); ranks && site.binding.style == BindingStyle::mask) {
         s += "# One CPU mask per local rank, computed from the node topology.\n";
@@ -694,6 +735,7 @@ std::string pbs_job(const Site& site, const Stack& stack, const PlanOptions& opt
          "fi\n";
     s += module_lines(site, stack, options);
     s += "cd \"${PBS_O_WORKDIR:-.}\"\n";
+    s += job_environment_lines(site);
     s += "# PBS lists a node once per MPI slot; count each node once.\n";
     s += "NNODES=$(sort -u \"$PBS_NODEFILE\" | wc -l)\n";
     s += "export SITEGEN_RANKS_PER_NODE=" + std::to_string(ppn) + "\n";
@@ -758,6 +800,7 @@ std::string flux_job(const Site& site, const Stack& stack, const PlanOptions& op
     s += "set -euo pipefail\n";
     s += "if [[ $# -eq 0 ]]; then\n  echo 'usage: flux batch job.flux SCRIPT.py [ARGS...]' >&2\n  exit 2\nfi\n";
     s += module_lines(site, stack, options);
+    s += job_environment_lines(site);
     s += "# The nodes of this batch job (its Flux instance).\n"
          "NNODES=$(flux hostlist --count instance)\n"
          "[[ $NNODES =~ ^[1-9][0-9]{0,8}$ ]] || { echo \"job.flux: cannot count the nodes of this Flux instance: '$NNODES'\" >&2; exit 2; }\n";

@@ -257,9 +257,55 @@ TEST_CASE("Frontier's job: the seed's gpu options, --export=NONE safe, submit cr
     CHECK(job.find("#SBATCH --gpus-per-task=1\n#SBATCH --gpu-bind=closest\n") != std::string::npos);
     CHECK(job.find("--gpus-per-node") == std::string::npos);  // --gpus-per-task requests them
     CHECK(job.find("module load pytorch/2.3.1-rocm-6.0.0\n# sbatch --export=NONE") != std::string::npos);
-    CHECK(job.find("\nexport SLURM_EXPORT_ENV=ALL\n# One CPU mask per local rank") != std::string::npos);
+    CHECK(job.find("\nexport SLURM_EXPORT_ENV=ALL\n# One master for the job") != std::string::npos);
     const std::string submit = file_ending(files, "/runscripts/submit");
     CHECK(submit.ends_with("\nmkdir -p -- logs\nexec sbatch \"$@\"\n"));
     // Sites whose output pattern has no directory get no submit script.
     for (const auto& f : emit_runscripts(load_seed_site("lumi"), {"/p"})) CHECK_FALSE(f.path.ends_with("/submit"));
+}
+
+TEST_CASE("Frontier's job exports one master before srun and fills in the seed's $MASTER_ADDR arguments", "[runscripts]") {
+    const std::string job =
+        file_ending(emit_runscripts(load_seed_site("frontier"), {"/sw/frontier/sitegen"}), "/runscripts/job.slurm");
+    const std::string block = R"(if [[ ${SLURM_JOB_ID:-} =~ ^[0-9]{1,18}$ ]]; then
+  MASTER_ADDR=${MASTER_ADDR:-$("$RUNSCRIPTS/get-master" "${SLURM_JOB_NODELIST:-}")}
+  export MASTER_ADDR
+  # Port: 29500 + job id % 1000 (concurrent jobs on a node differ); a MASTER_PORT set by the user wins.
+  export MASTER_PORT="${MASTER_PORT:-$((29500 + (10#$SLURM_JOB_ID) % 1000))}"
+  # shellcheck disable=SC2016  # the literal words, not their values
+  set -- "${@//'$MASTER_ADDR'/"$MASTER_ADDR"}"
+  # shellcheck disable=SC2016
+  set -- "${@//'$MASTER_PORT'/"$MASTER_PORT"}"
+fi
+)";
+    const auto at = job.find(block);
+    REQUIRE(at != std::string::npos);
+    CHECK(at < job.find("\nsrun "));
+    CHECK(job.find("ulimit") == std::string::npos);  // Frontier sets no job environment of its own
+}
+
+TEST_CASE("Aurora's job: the seed's TF32, oneCCL paths and ulimit -c 0 after the module, before mpiexec", "[runscripts]") {
+    const std::string job = file_ending(emit_runscripts(load_seed_site("aurora"), {"/soft"}), "/runscripts/job.pbs");
+    const std::string ccl =
+        "/opt/aurora/24.180.3/frameworks/aurora_nre_models_frameworks-2024.2.1_u1/lib/python3.10/site-packages/"
+        "oneccl_bindings_for_pytorch";
+    // Tables of strings come in key order (CPATH, LD_LIBRARY_PATH, LIBRARY_PATH).
+    const std::string lines = "cd \"${PBS_O_WORKDIR:-.}\"\n"
+                              "# The site's job environment ([batch] env, prepend_path, core_dumps).\n"
+                              "export IPEX_FP32_MATH_MODE=TF32\n"
+                              "export CPATH=" + ccl + "/include\"${CPATH:+:$CPATH}\"\n"
+                              "export LD_LIBRARY_PATH=" + ccl + "/lib\"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\"\n"
+                              "export LIBRARY_PATH=" + ccl + "/lib\"${LIBRARY_PATH:+:$LIBRARY_PATH}\"\n"
+                              "ulimit -c 0\n";
+    const auto at = job.find(lines);
+    REQUIRE(at != std::string::npos);
+    CHECK(at > job.find("module load frameworks/2024.2.1_u1\n"));
+    CHECK(at < job.find("\nmpiexec "));
+}
+
+TEST_CASE("[batch] env values are single-quoted bash words: nothing in them runs", "[runscripts]") {
+    Site aurora = load_seed_site("aurora");
+    aurora.batch.env = {{"X", "$(touch /tmp/pwned) `id`"}};
+    const std::string job = file_ending(emit_runscripts(aurora, {"/soft"}), "/runscripts/job.pbs");
+    CHECK(job.find(R"(export X='$(touch /tmp/pwned) `id`')" "\n") != std::string::npos);
 }

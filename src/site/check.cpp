@@ -70,6 +70,7 @@ struct Checker {
     void check_scheduler();
     void check_batch_options();
     void check_network_plugin();
+    void check_job_environment();
     std::string layout_path(size_t i) const;
 
     void run(const std::string& expected_name);
@@ -145,6 +146,7 @@ void Checker::run(const std::string& expected_name) {
     check_scheduler();
     check_batch_options();
     check_network_plugin();
+    check_job_environment();
     if (site.stacks.empty()) diags.error(site.where(""), "no [[stacks]] defined: a site publishes at least one stack");
     std::set<std::string> seen;
     std::map<std::string, size_t> default_of;
@@ -534,6 +536,34 @@ void Checker::check_network_plugin() {
     if (c.network_plugin_in_image && !site.container.enabled)
         diags.error(site.where("collectives.network_plugin_in_image"),
                     "'network_plugin_in_image' is true but the site has no [container] table");
+}
+
+// [batch] env and prepend_path: one line each in the job script, written as one bash word
+// (so literal, like the module's values); a prepend is one absolute directory.
+void Checker::check_job_environment() {
+    static const std::regex kShellVariable(R"(\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*))");
+    for (const auto& [name, value] : site.batch.env) {
+        const std::string path = "batch.env." + name;
+        single_line(path, value);
+        std::smatch m;
+        if (std::regex_search(value, m, kShellVariable))
+            diags.warning(site.where(path),
+                          "'" + m.str(0) + "' in '" + path + "' is written literally: the job script does not "
+                          "expand variables in values", "write the value in full");
+    }
+    // In a container the job's host environment is not what the ranks see (podman-hpc passes
+    // variables by name, host directories are not mounted): refused rather than silently lost.
+    if (site.container.enabled)
+        for (const char* key : {"batch.env", "batch.prepend_path"})
+            if (present(key))
+                diags.error(site.where(key), std::string("'") + key + "' is for bare-metal sites: in a container the "
+                            "ranks do not see the job script's environment", "use [collectives.env] or the stack's env");
+    for (const auto& [name, dir] : site.batch.prepend_path) {
+        const std::string path = "batch.prepend_path." + name;
+        if (dir.empty()) diags.error(site.where(path), "'" + path + "' is empty: name one absolute directory");
+        absolute(path, dir);
+        no_separator(path, dir, ":", name);
+    }
 }
 
 // Values are written as they are: a module's setenv and the wrapper's exports never expand

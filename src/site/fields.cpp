@@ -148,6 +148,17 @@ const std::vector<Field<Batch>>& fields_of() {
         {.key = "gpu_bind", .member = &Batch::gpu_bind,
          .meaning = "Slurm `--gpu-bind`, e.g. `closest` (Slurm only; needs GPUs, and `gpus_per_task = 1` where the "
                     "rank wrapper narrows visibility, so that Slurm binds the one device the wrapper keeps)."},
+        {.key = "env", .member = &Batch::env,
+         .meaning = "Variables the job script exports after loading the modules, before the launcher (every rank "
+                    "inherits them; the module does not set them), e.g. Aurora's `IPEX_FP32_MATH_MODE = \"TF32\"`.",
+         .section = "Job environment (name = value)."},
+        {.key = "prepend_path", .member = &Batch::prepend_path,
+         .meaning = "Directories the job script puts first on a path variable after loading the modules "
+                    "(name = one absolute directory), e.g. Aurora's `LD_LIBRARY_PATH` = oneCCL's `lib`.",
+         .section = "Job path prepends (name = absolute directory)."},
+        {.key = "core_dumps", .member = &Batch::core_dumps, .requirement = "default true",
+         .meaning = "false: the job script runs `ulimit -c 0` before the launcher, so no rank writes a core file "
+                    "(Aurora's job script does)."},
     };
     return rows;
 }

@@ -120,6 +120,9 @@ struct Batch {
     std::string reservation;  // Slurm --reservation / PBS reservation queue
     int gpus_per_task = 0;    // Slurm --gpus-per-task (replaces --gpus-per-node); 0 = unset
     std::string gpu_bind;     // Slurm --gpu-bind, e.g. "closest"
+    EnvList env;              // exported by the job script before the launcher (Aurora: IPEX_FP32_MATH_MODE)
+    EnvList prepend_path;     // NAME = absolute directory, put first on NAME by the job script
+    bool core_dumps = true;   // false: the job script runs `ulimit -c 0` (Aurora's job)
 };
 
 struct Collectives {
