@@ -69,6 +69,12 @@ struct SiteInfo {
     std::string module_system = "lmod";
     std::vector<std::string> module_use;    // `module use` paths users need first (Aurora)
     std::vector<std::string> base_modules;  // modules users load first; stacks depend on them
+    // Installed per user or project with EasyBuild (LUMI's EasyBuild-user into $EBU_USER_PREFIX),
+    // so each copy's user-software venv is writable by its owner; false: one central copy.
+    bool user_install = false;
+    std::string user_prefix_var;                    // the variable naming the user's prefix
+    std::vector<std::string> user_install_modules;  // loaded before `eb` for a user install
+    bool depend_on_base_modules = true;             // false: base_modules are loaded by the job only
 };
 
 struct Hardware {
@@ -116,6 +122,7 @@ struct Batch {
     std::string reservation;  // Slurm --reservation / PBS reservation queue
     int gpus_per_task = 0;    // Slurm --gpus-per-task (replaces --gpus-per-node); 0 = unset
     std::string gpu_bind;     // Slurm --gpu-bind, e.g. "closest"
+    bool miopen_cache_per_rank = false;  // AMD: a fresh MIOpen cache per rank, removed when it exits
 };
 
 struct Collectives {
@@ -129,6 +136,8 @@ struct Collectives {
     int ranks_per_device = 1;      // shared: ranks on each device (device = LOCAL_RANK / this)
     std::string network_plugin_path;    // directory holding the plugin library (absolute)
     bool network_plugin_in_image = false;  // that directory is inside the container image, not on the host
+    bool debug_switch = false;  // SITEGEN_NCCL_DEBUG=LEVEL in the job sets NCCL_DEBUG for the ranks
+    std::string debug_subsys;   // NCCL_DEBUG_SUBSYS with the switch on (empty: the library's default)
 };
 
 struct Bind {
