@@ -161,7 +161,7 @@ const std::vector<Field<Batch>>& fields_of() {
                     "rank wrapper narrows visibility, so that Slurm binds the one device the wrapper keeps)."},
         {.key = "miopen_cache_per_rank", .member = &Batch::miopen_cache_per_rank, .requirement = "default false",
          .meaning = "AMD GPUs: each rank gets a fresh MIOpen cache (MIOPEN_USER_DB_PATH, MIOPEN_CUSTOM_CACHE_DIR) in "
-                    "`/tmp` (`mktemp -d`, named by job, step and rank), which the rank wrapper removes when the rank "
+                    "`/tmp` (`mktemp -d`, named by job and rank with a random suffix), which the rank wrapper removes when the rank "
                     "exits; no rank touches another's. false: one directory per job and node, kept."},
     };
     return rows;
