@@ -64,3 +64,20 @@ TEST_CASE("the plan holds what every renderer needs", "[plan]") {
     CHECK(p.install.sanity_commands.back().front().text ==
           "singularity exec \"$SIF\" bash -c 'test \"$(command -v python)\" = /user-software/venv/pytorch/bin/python'");
 }
+
+TEST_CASE("a user-installed stack's help says where pip works and how to get a copy", "[plan]") {
+    const Site lumi = test::load_seed_site("lumi");
+    const ModulePlan m = plan_site(lumi, PlanOptions{"/p"}).stacks.front().module;
+    for (const char* line : {"This stack is installed per user or project with EasyBuild into $EBU_USER_PREFIX.\n",
+                             "  module load LUMI/24.03 partition/container EasyBuild-user\n"
+                             "  eb PyTorch-2.3.1-rocm-6.0.3-python-3.12-singularity-20240923.eb\n",
+                             "but pip cannot install there.\n",
+                             "The job script loads LUMI/24.03 first; this module needs none of them\n"}) {
+        INFO(line);
+        CHECK(m.help.find(line) != std::string::npos);
+    }
+    CHECK(m.help.find("To add\npackages, `pip install` inside the container") == std::string::npos);
+    // Sites that keep depend_on_base_modules (the default) still depend on theirs.
+    const Site frontier = test::load_seed_site("frontier");
+    CHECK(plan_site(frontier, PlanOptions{"/p"}).stacks.front().module.depends_on == frontier.site.base_modules);
+}
