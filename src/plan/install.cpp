@@ -163,6 +163,19 @@ std::optional<ShellCommand> payload_check(const Site& site, const Stack& stack) 
     return shell({bash_text(run + " -c \"" + bash_double_quoted(code) + "\"")});
 }
 
+// The venv made at install time is what `python` is in the container under the module, as
+// LUMI's demo checks with `which python` (-> /user-software/venv/pytorch/bin/python). Only
+// where the module itself puts the venv first on PATH in the container (SINGULARITYENV_*).
+std::optional<ShellCommand> venv_check(const Site& site, const Stack& stack) {
+    const RuntimeTraits& rt = traits(site.container.runtime);
+    if (!runs_in_container(site, stack) || stack.python.layout != PythonLayout::container_venv || !rt.env_prefix ||
+        stack.python.venv.empty())
+        return std::nullopt;
+    const std::string inner = "test \"$(command -v python)\" = " + bash_word(stack.python.venv + "/bin/python");
+    return shell({bash_text(std::string(rt.command) + (*rt.exec ? std::string(" ") + rt.exec : "") + " \"$SIF\" bash -c " +
+                            bash_word(inner))});
+}
+
 }  // namespace
 
 InstallPlan plan_install(const Site& site, const Stack& stack, const std::vector<PlannedFile>& files) {
@@ -187,6 +200,7 @@ InstallPlan plan_install(const Site& site, const Stack& stack, const std::vector
                 ? shell({bash_text("python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "), install_path(f.rel)})
                 : shell({bash_text("bash -n "), install_path(f.rel)}));
     if (auto check = payload_check(site, stack)) plan.sanity_commands.push_back(std::move(*check));
+    if (auto check = venv_check(site, stack)) plan.sanity_commands.push_back(std::move(*check));
     return plan;
 }
 

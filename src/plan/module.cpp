@@ -258,6 +258,27 @@ std::map<std::string, std::vector<std::string>> commands_by_dir(const std::vecto
     return out;
 }
 
+// A stack installed per user or project (LUMI's EasyBuild-user): pip writes into the copy's
+// own user-software, which only its owner can write; a central copy is read-only for users,
+// so the venv's python runs there but pip cannot add to it (said plainly, not attempted).
+std::string user_install_help(const Site& site, const Stack& stack) {
+    const std::string& var = site.site.user_prefix_var;
+    std::string h = "\nRun `" + std::string(traits(site.container.runtime).command) +
+                    " exec $SIF <command>` (or start-shell). Inside the container the\n"
+                    "conda environment and the venv " + stack.python.venv + " are already active.\n"
+                    "\nThis stack is installed per user or project with EasyBuild into $" + var + ".\n"
+                    "In your own copy, `pip install` inside the container adds packages to the venv:\n"
+                    "they land in $CONTAINERROOT/user-software (mounted at /user-software; after\n"
+                    "make-squashfs it is read-only until unmake-squashfs). A copy you cannot write\n"
+                    "(a central install) still runs its venv's python, but pip cannot install there.\n"
+                    "Your own copy (set " + var + " before loading the modules):\n"
+                    "  export " + var + "=<your project's directory>/EasyBuild\n"
+                    "  module load";
+    for (const auto& m : site.site.user_install_modules) h += " " + m;
+    h += "\n  eb " + stack.name + "-" + stack.module_version() + ".eb\n";
+    return h;
+}
+
 std::string help_text(const Site& site, const Stack& stack, const std::vector<PlannedFile>& files,
                       const std::vector<std::string>& variables) {
     std::string h = stack.description + "\n\nHomepage: " + stack.homepage + "\n";
@@ -279,7 +300,9 @@ std::string help_text(const Site& site, const Stack& stack, const std::vector<Pl
     h += profile_help(site, stack);
     if (site.container.enabled) {
         const RuntimeTraits& rt = traits(site.container.runtime);
-        if (rt.env_prefix && traits(stack.python.layout).conda_venv)
+        if (rt.env_prefix && traits(stack.python.layout).conda_venv && site.site.user_install)
+            h += user_install_help(site, stack);
+        else if (rt.env_prefix && traits(stack.python.layout).conda_venv)
             h += "\nRun `" + std::string(rt.command) +
                  " exec $SIF <command>` (or start-shell). Inside the container the\n"
                  "conda environment and the venv in /user-software are already active. To add\n"
@@ -307,6 +330,11 @@ std::string help_text(const Site& site, const Stack& stack, const std::vector<Pl
     // module_use paths are only documented, never prepended to MODULEPATH here: users need
     // them to find this module in the first place, and unloading a module that had
     // prepended them would drop a path the user added themselves.
+    if (!site.site.depend_on_base_modules && !site.site.base_modules.empty()) {
+        h += "\nThe job script loads";
+        for (const auto& m : site.site.base_modules) h += " " + m;
+        h += " first; this module needs none of them\n(it works from any stack that shows it).\n";
+    }
     if (!site.site.module_use.empty()) {
         h += "\nBefore loading:";
         for (const auto& p : site.site.module_use) h += " module use " + p + ";";
@@ -363,7 +391,7 @@ ModulePlan plan_module(const Site& site, const Stack& stack, const PlanOptions& 
     plan.keywords = stack.keywords;
     plan.family = stack.family;
     plan.conflicts = stack.conflicts;
-    plan.depends_on = site.site.base_modules;
+    if (site.site.depend_on_base_modules) plan.depends_on = site.site.base_modules;
     plan.depends_on.insert(plan.depends_on.end(), stack.base_modules.begin(), stack.base_modules.end());
     ModuleBuilder m(plan);
     core_ops(m, site, stack, commands_by_dir(files).count("bin") > 0);

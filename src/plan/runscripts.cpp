@@ -274,14 +274,70 @@ std::string network_plugin_block(const Site& site, const Stack& stack) {
            "export LD_LIBRARY_PATH=" + bash_word(c.network_plugin_path) + "\"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\"\n";
 }
 
+std::string miopen_rank_block(const std::string& job);
+
 std::string miopen_block(const Site& site, const std::string& job, const std::string& node) {
     if (site.hardware.gpu_vendor != GpuVendor::amd) return "";
+    if (site.batch.miopen_cache_per_rank) return miopen_rank_block(job);
     return "# MIOpen's cache cannot live on Lustre: one directory per user, job and node in the\n"
            "# node-local /tmp. Every rank creates it (mkdir -p is race-free); nothing is removed.\n"
            "export MIOPEN_USER_DB_PATH=\"${MIOPEN_USER_DB_PATH:-/tmp/${USER:-$UID}-miopen-" +
            job + "-" + node + "}\"\n"
            "export MIOPEN_CUSTOM_CACHE_DIR=\"${MIOPEN_CUSTOM_CACHE_DIR:-$MIOPEN_USER_DB_PATH}\"\n"
            "mkdir -p -- \"$MIOPEN_USER_DB_PATH\" \"$MIOPEN_CUSTOM_CACHE_DIR\"\n";
+}
+
+// batch.miopen_cache_per_rank: a directory only this rank uses, made by mktemp -d (fresh, mode
+// 700, named by job and rank plus a random suffix, so a requeued job or a second step cannot
+// meet an old one) and removed by this rank's EXIT trap, which is why the program then runs as
+// a child rather than by exec. Only the directory mktemp printed is removed, never a path the
+// user set. TERM and INT end the wrapper through exit, so the trap runs for them too.
+std::string miopen_rank_block(const std::string& job) {
+    return "# MIOpen's cache cannot live on Lustre: a fresh directory per rank in the node-local\n"
+           "# /tmp, removed when this rank exits (a MIOPEN_USER_DB_PATH set by the user is kept).\n"
+           "miopen_dir=\n"
+           "if [[ -z ${MIOPEN_USER_DB_PATH:-} ]]; then\n"
+           "  miopen_dir=$(mktemp -d \"/tmp/miopen-$UID-" + job + "-$RANK.XXXXXX\") || die \"cannot create a MIOpen cache directory in /tmp\"\n"
+           "  trap 'rm -rf -- \"$miopen_dir\"' EXIT\n"
+           "  trap 'exit 143' TERM\n"
+           "  trap 'exit 130' INT\n"
+           "  export MIOPEN_USER_DB_PATH=\"$miopen_dir\"\n"
+           "fi\n"
+           "export MIOPEN_CUSTOM_CACHE_DIR=\"${MIOPEN_CUSTOM_CACHE_DIR:-$MIOPEN_USER_DB_PATH}\"\n"
+           "mkdir -p -- \"$MIOPEN_USER_DB_PATH\" \"$MIOPEN_CUSTOM_CACHE_DIR\"\n";
+}
+
+// How the wrapper starts the program: exec, unless a per-rank MIOpen cache must be removed
+// by the wrapper's EXIT trap after the program ends (set -e passes its exit status on).
+std::string program_start(const Site& site) {
+    return site.hardware.gpu_vendor == GpuVendor::amd && site.batch.miopen_cache_per_rank ? "" : "exec ";
+}
+
+// collectives.debug_switch: SITEGEN_NCCL_DEBUG in the job's environment (sbatch passes it to
+// the job, srun to the ranks) turns on NCCL's log in the ranks only; the job's own shell and
+// the module stay quiet. The level is checked: it is written into the ranks' environment.
+std::string nccl_debug_block(const Site& site) {
+    const Collectives& c = site.collectives;
+    if (!c.debug_switch) return "";
+    std::string s =
+        "# SITEGEN_NCCL_DEBUG=LEVEL in the job's environment: NCCL_DEBUG for the ranks (INFO shows\n"
+        "# whether the network plugin is used: NET/OFI lines); off when unset.\n"
+        "if [[ -n ${SITEGEN_NCCL_DEBUG:-} ]]; then\n"
+        "  [[ $SITEGEN_NCCL_DEBUG =~ ^(VERSION|WARN|INFO|TRACE)$ ]] || die \"SITEGEN_NCCL_DEBUG must be VERSION, WARN, INFO or TRACE, not $SITEGEN_NCCL_DEBUG\"\n"
+        "  export NCCL_DEBUG=\"$SITEGEN_NCCL_DEBUG\"\n";
+    if (!c.debug_subsys.empty())
+        s += "  [[ -n ${NCCL_DEBUG_SUBSYS+x} ]] || NCCL_DEBUG_SUBSYS=" + bash_word(c.debug_subsys) + "\n"
+             "  export NCCL_DEBUG_SUBSYS\n";
+    return s + "fi\n";
+}
+
+// The job script's note on the switch, after its usage line.
+std::string nccl_debug_usage(const Site& site, const std::string& submit) {
+    const Collectives& c = site.collectives;
+    if (!c.debug_switch) return "";
+    return "# SITEGEN_NCCL_DEBUG=INFO " + submit + " ...: NCCL_DEBUG=INFO" +
+           (c.debug_subsys.empty() ? std::string() : " NCCL_DEBUG_SUBSYS=" + c.debug_subsys) +
+           " in the ranks only\n# (to see that the network plugin is used); off when unset.\n";
 }
 
 std::string affinity_report(const Site& site) {
@@ -359,13 +415,14 @@ std::string rank_wrapper_tail(const Site& site, const Stack& stack, const std::s
     s += visibility_block(site);
     s += miopen_block(site, job, node);
     s += collective_exports(site, stack, "((10#$WORLD_SIZE > 10#$LOCAL_WORLD_SIZE))");
+    s += nccl_debug_block(site);
     s += network_plugin_block(site, stack);
     s += affinity_report(site);
     if (conda_venv_in_container(site, stack)) s += container_activation();
     s += numactl_block(site);
     const std::string numactl =
         numactl_binding(site) ? "numactl --cpunodebind=\"$numa_node\" --membind=\"$numa_node\" " : "";
-    return s + "exec " + numactl + python_command(stack) + " \"$@\"\n";
+    return s + program_start(site) + numactl + python_command(stack) + " \"$@\"\n";
 }
 
 int tasks_per_node(const Site& site);
@@ -383,10 +440,11 @@ std::string torchrun_tail(const Site& site, const Stack& stack, const std::strin
     s += master_port_line(site.collectives, job, step);
     s += miopen_block(site, job, node);
     s += collective_exports(site, stack, "((10#$WORLD_SIZE > 1))");  // WORLD_SIZE counts nodes here
+    s += nccl_debug_block(site);
     if (conda_venv_in_container(site, stack)) s += container_activation();
     s += "nnodes=$((10#$WORLD_SIZE))\n"
          "unset RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE\n";
-    return s + "exec " + python_command(stack) + " -m torch.distributed.run --nnodes=\"$nnodes\" --nproc_per_node=" +
+    return s + program_start(site) + python_command(stack) + " -m torch.distributed.run --nnodes=\"$nnodes\" --nproc_per_node=" +
            std::to_string(tasks_per_node(site)) +
            " --rdzv_backend=c10d --rdzv_endpoint=\"$MASTER_ADDR:$MASTER_PORT\" --rdzv_id=\"" + job + "\" \"$@\"\n";
 }
@@ -676,6 +734,7 @@ std::string slurm_job(const Site& site, const Stack& stack, const PlanOptions& o
              "# (submit is sbatch after creating " + dir + "/, which Slurm needs before the job starts.)\n";
     else
         s += "# " + stack.module_full_name() + " on " + site.site.name + ": sbatch job.slurm SCRIPT.py [ARGS...]\n";
+    s += nccl_debug_usage(site, "sbatch job.slurm");
     s += "# Generated by sitegen; " +
          ranks_started_by(site, "srun", "one rank per " + std::string(gpus > 0 ? "GPU" : "task") +
                                             ", launched by srun (not torchrun: srun maps the tasks).\n");

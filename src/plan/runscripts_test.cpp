@@ -53,22 +53,29 @@ TEST_CASE("rank wrappers have none of the seeds' bugs", "[runscripts]") {
         for (const auto& f : emit_runscripts(site, {"/p"})) {
             INFO(f.path);
             CHECK(f.contents.find("sleep") == std::string::npos);       // no sleep as a barrier
-            CHECK(f.contents.find("rm -rf") == std::string::npos);      // no removal of caches
+            // Local rank 0's `rm -rf` of the node's cache races the other ranks; the one removal
+            // allowed is a rank's own mktemp directory (batch.miopen_cache_per_rank).
+            const std::string own = "rm -rf -- \"$miopen_dir\"";
+            const std::string rest = f.contents.find(own) == std::string::npos
+                                         ? f.contents
+                                         : f.contents.substr(0, f.contents.find(own)) + f.contents.substr(f.contents.find(own) + own.size());
+            CHECK(rest.find("rm -rf") == std::string::npos);
             CHECK(f.contents.find("MASTER_PORT=29500\n") == std::string::npos);  // no fixed port
             for (const char* launch : {"\ntorchrun", "srun torchrun", "exec torchrun", "python -m torch.distributed.run"})
                 CHECK(f.contents.find(launch) == std::string::npos);  // srun maps the ranks
             if (f.path.find("distributed") != std::string::npos) {
                 CHECK(f.contents.find("set -euo pipefail\n") != std::string::npos);
                 CHECK(f.contents.find(" \"$@\"\n") != std::string::npos);
-                CHECK(f.contents.find("\nexec ") != std::string::npos);
+                // exec, unless the rank's own MIOpen cache is removed after the program ends.
+                CHECK(f.contents.find(site.batch.miopen_cache_per_rank ? "\npython \"$@\"\n" : "\nexec ") != std::string::npos);
             }
         }
     }
 }
 
 TEST_CASE("AMD wrappers give MIOpen a cache per job and node, created by every rank", "[runscripts]") {
-    const std::string w = file_ending(emit_runscripts(load_seed_site("lumi"), {"/p"}),
-                                      "/runscripts/conda-python-distributed");
+    const std::string w = file_ending(emit_runscripts(load_seed_site("frontier"), {"/p"}),
+                                      "/runscripts/python-distributed");
     CHECK(w.find("MIOPEN_USER_DB_PATH:-/tmp/${USER:-$UID}-miopen-$SLURM_JOB_ID-$node_id}") != std::string::npos);
     CHECK(w.find("mkdir -p -- \"$MIOPEN_USER_DB_PATH\"") != std::string::npos);
     CHECK(w.find("export ROCR_VISIBLE_DEVICES=\"$LOCAL_RANK\"") != std::string::npos);
@@ -106,7 +113,7 @@ TEST_CASE("batch directive values that would break their line are refused", "[ru
         REQUIRE(diags.error_count() == 1);
         const Diagnostic& d = diags.all().front();
         CHECK(d.message.find("'batch.partition' cannot be written into a #SBATCH directive") == 0);
-        CHECK(d.where.line == 15);  // sites/lumi/site.toml: partition = "standard-g"
+        CHECK(d.where.line == 27);  // sites/lumi/site.toml: partition = "standard-g"
     }
     // In Slurm a comma is an ordinary character; in a PBS -l resource it starts another one.
     lumi.batch.partition = "small-g,standard-g";
@@ -308,4 +315,36 @@ TEST_CASE("[batch] env values are single-quoted bash words: nothing in them runs
     aurora.batch.env = {{"X", "$(touch /tmp/pwned) `id`"}};
     const std::string job = file_ending(emit_runscripts(aurora, {"/soft"}), "/runscripts/job.pbs");
     CHECK(job.find(R"(export X='$(touch /tmp/pwned) `id`')" "\n") != std::string::npos);
+}
+
+TEST_CASE("per-rank MIOpen caches: made by mktemp, removed by the rank's own EXIT trap", "[runscripts]") {
+    const Site lumi = load_seed_site("lumi");
+    REQUIRE(lumi.batch.miopen_cache_per_rank);
+    const std::string w = file_ending(emit_runscripts(lumi, {"/p"}), "/runscripts/conda-python-distributed");
+    CHECK(w.find("  miopen_dir=$(mktemp -d \"/tmp/miopen-$UID-$SLURM_JOB_ID-$RANK.XXXXXX\") || die ") != std::string::npos);
+    CHECK(w.find("  trap 'rm -rf -- \"$miopen_dir\"' EXIT\n  trap 'exit 143' TERM\n  trap 'exit 130' INT\n") != std::string::npos);
+    CHECK(w.find("  export MIOPEN_USER_DB_PATH=\"$miopen_dir\"\n") != std::string::npos);
+    // Only a path mktemp made is removed: the removal sits inside `if [[ -z ${MIOPEN_USER_DB_PATH:-} ]]`.
+    CHECK(w.find("if [[ -z ${MIOPEN_USER_DB_PATH:-} ]]; then\n  miopen_dir=") != std::string::npos);
+    // The trap must outlive the program: python runs as a child, not by exec.
+    CHECK(w.find("exec python") == std::string::npos);
+    CHECK(w.ends_with("\npython \"$@\"\n"));
+}
+
+TEST_CASE("SITEGEN_NCCL_DEBUG sets NCCL_DEBUG in the ranks only, where the site has the switch", "[runscripts]") {
+    const auto lumi = emit_runscripts(load_seed_site("lumi"), {"/p"});
+    const std::string w = file_ending(lumi, "/runscripts/conda-python-distributed");
+    CHECK(w.find("if [[ -n ${SITEGEN_NCCL_DEBUG:-} ]]; then\n"
+                 "  [[ $SITEGEN_NCCL_DEBUG =~ ^(VERSION|WARN|INFO|TRACE)$ ]] || die \"SITEGEN_NCCL_DEBUG must be VERSION, "
+                 "WARN, INFO or TRACE, not $SITEGEN_NCCL_DEBUG\"\n"
+                 "  export NCCL_DEBUG=\"$SITEGEN_NCCL_DEBUG\"\n"
+                 "  [[ -n ${NCCL_DEBUG_SUBSYS+x} ]] || NCCL_DEBUG_SUBSYS=INIT,COLL\n"
+                 "  export NCCL_DEBUG_SUBSYS\n"
+                 "fi\n") != std::string::npos);
+    const std::string job = file_ending(lumi, "/runscripts/job.slurm");
+    CHECK(job.find("# SITEGEN_NCCL_DEBUG=INFO sbatch job.slurm ...: NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL in the ranks only\n") !=
+          std::string::npos);
+    CHECK(job.find("export NCCL_DEBUG") == std::string::npos);  // not in the job's own shell
+    const std::string frontier = file_ending(emit_runscripts(load_seed_site("frontier"), {"/p"}), "/runscripts/python-distributed");
+    CHECK(frontier.find("SITEGEN_NCCL_DEBUG") == std::string::npos);
 }

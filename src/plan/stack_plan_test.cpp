@@ -40,7 +40,7 @@ TEST_CASE("the plan holds what every renderer needs", "[plan]") {
     REQUIRE(plan.stacks.size() == lumi.stacks.size());
     const StackPlan& p = plan.stacks.front();
     CHECK(p.module.install_dir == "/p/software/PyTorch/" + lumi.stacks.front().module_version());
-    CHECK(p.module.depends_on == std::vector<std::string>{"LUMI/24.03"});
+    CHECK(p.module.depends_on.empty());  // depend_on_base_modules = false: any LUMI stack or CrayEnv
     CHECK(p.install.method == InstallMethod::copy_image);
     CHECK(p.install.image == lumi.stacks.front().image);
     // The module's variables in the order it sets them, and the site env marked as such.
@@ -55,9 +55,29 @@ TEST_CASE("the plan holds what every renderer needs", "[plan]") {
     REQUIRE(!p.files.empty());
     CHECK(p.files.front().rel == "runscripts/conda-python-distributed");
     // One parse per file (python3's for acceptance.py, bash -n for the rest), then the
-    // payload check (torch at the listed version, in the image).
-    REQUIRE(p.install.sanity_commands.size() == p.files.size() + 1);
+    // payload check (torch at the listed version, in the image), then the venv check (the
+    // demo's `which python` in the container is the venv's).
+    REQUIRE(p.install.sanity_commands.size() == p.files.size() + 2);
     CHECK(p.files[p.files.size() - 2].rel == "runscripts/acceptance.py");
     CHECK(p.install.sanity_commands[p.files.size() - 2].front().text.starts_with("python3 -c 'import ast"));
-    CHECK(p.install.sanity_commands.back().front().text.find("singularity exec \"$SIF\" python3.12 -c \"import torch;") == 0);
+    CHECK(p.install.sanity_commands[p.files.size()].front().text.find("singularity exec \"$SIF\" python3.12 -c \"import torch;") == 0);
+    CHECK(p.install.sanity_commands.back().front().text ==
+          "singularity exec \"$SIF\" bash -c 'test \"$(command -v python)\" = /user-software/venv/pytorch/bin/python'");
+}
+
+TEST_CASE("a user-installed stack's help says where pip works and how to get a copy", "[plan]") {
+    const Site lumi = test::load_seed_site("lumi");
+    const ModulePlan m = plan_site(lumi, PlanOptions{"/p"}).stacks.front().module;
+    for (const char* line : {"This stack is installed per user or project with EasyBuild into $EBU_USER_PREFIX.\n",
+                             "  module load LUMI/24.03 partition/container EasyBuild-user\n"
+                             "  eb PyTorch-2.3.1-rocm-6.0.3-python-3.12-singularity-20240923.eb\n",
+                             "but pip cannot install there.\n",
+                             "The job script loads LUMI/24.03 first; this module needs none of them\n"}) {
+        INFO(line);
+        CHECK(m.help.find(line) != std::string::npos);
+    }
+    CHECK(m.help.find("To add\npackages, `pip install` inside the container") == std::string::npos);
+    // Sites that keep depend_on_base_modules (the default) still depend on theirs.
+    const Site frontier = test::load_seed_site("frontier");
+    CHECK(plan_site(frontier, PlanOptions{"/p"}).stacks.front().module.depends_on == frontier.site.base_modules);
 }

@@ -741,10 +741,48 @@ void check_profiles(const Site& site, Diagnostics& diags) {
     }
 }
 
+// The user-install flow, the NCCL debug switch and per-rank MIOpen caches: each needs what
+// makes it meaningful (a variable to name the prefix, NCCL/RCCL, AMD GPUs).
+void check_user_install_and_debug(const Site& site, Diagnostics& diags) {
+    const SiteInfo& info = site.site;
+    if (info.user_install) {
+        if (info.user_prefix_var.empty())
+            diags.error(site.where("site.user_install"), "user_install = true needs user_prefix_var",
+                        "name the variable that holds a user's install prefix, e.g. user_prefix_var = \"EBU_USER_PREFIX\"");
+        if (info.user_install_modules.empty())
+            diags.error(site.where("site.user_install"), "user_install = true needs user_install_modules",
+                        "list the modules loaded before `eb`, e.g. [\"LUMI/24.03\", \"partition/container\", \"EasyBuild-user\"]");
+    }
+    if (!info.user_prefix_var.empty() && !is_valid_var_name(info.user_prefix_var))
+        diags.error(site.where("site.user_prefix_var"), "'" + info.user_prefix_var + "' is not a valid environment variable name");
+    for (size_t i = 0; i < info.user_install_modules.size(); ++i) {
+        const std::string& m = info.user_install_modules[i];
+        if (m.empty() || m.find_first_of("\n\r") != std::string::npos)
+            diags.error(site.where("site.user_install_modules." + std::to_string(i)), "a module name must be one non-empty line");
+    }
+    if (!info.user_install && (site.regions.count("site.user_prefix_var") || site.regions.count("site.user_install_modules")))
+        diags.warning(site.where(site.regions.count("site.user_prefix_var") ? "site.user_prefix_var" : "site.user_install_modules"),
+                      "user_prefix_var and user_install_modules are used only with user_install = true",
+                      "set user_install = true, or remove them");
+    const Collectives& c = site.collectives;
+    if (c.debug_switch && c.library != CollectiveLib::nccl && c.library != CollectiveLib::rccl)
+        diags.error(site.where("collectives.debug_switch"),
+                    "debug_switch sets NCCL_DEBUG, which only NCCL and RCCL read, but library is '" + to_string(c.library) + "'");
+    if (!c.debug_subsys.empty() && !c.debug_switch)
+        diags.error(site.where("collectives.debug_subsys"), "debug_subsys is used only with debug_switch = true");
+    if (!c.debug_subsys.empty() && c.debug_subsys.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_,^") != std::string::npos)
+        diags.error(site.where("collectives.debug_subsys"),
+                    "debug_subsys '" + c.debug_subsys + "' is not a list of NCCL subsystems such as INIT,COLL");
+    if (site.batch.miopen_cache_per_rank && site.hardware.gpu_vendor != GpuVendor::amd)
+        diags.error(site.where("batch.miopen_cache_per_rank"), "miopen_cache_per_rank is for AMD GPUs (MIOpen), but gpu_vendor is '" +
+                                                                   to_string(site.hardware.gpu_vendor) + "'");
+}
+
 }  // namespace
 
 void check_site(const Site& site, const std::string& expected_name, Diagnostics& diags) {
     Checker{site, diags}.run(expected_name);
+    check_user_install_and_debug(site, diags);
     check_runscript_values(site, diags);  // what would break a #SBATCH / #PBS line
     check_profiles(site, diags);
 }

@@ -56,6 +56,22 @@ const std::vector<Field<SiteInfo>>& fields_of() {
          .meaning = "Paths users `module use` before loading (Aurora: `/soft/modulefiles`)."},
         {.key = "base_modules", .member = &SiteInfo::base_modules,
          .meaning = "Modules every stack depends on (e.g. `LUMI/24.03`, `rocm/6.0.0`)."},
+        {.key = "user_install", .member = &SiteInfo::user_install, .requirement = "default false",
+         .meaning = "The stacks are installed per user or project with EasyBuild (`eb <easyconfig>` after loading "
+                    "`user_install_modules`, into the prefix `$user_prefix_var` names; LUMI's EasyBuild-user and "
+                    "`EBU_USER_PREFIX`), so each copy's `user-software` venv belongs to its owner: the module's help "
+                    "says `pip install` works in your own copy only and how to make one. false: one central copy."},
+        {.key = "user_prefix_var", .member = &SiteInfo::user_prefix_var, .requirement = "required with user_install",
+         .meaning = "Variable naming the user's or project's install prefix, set before loading the modules "
+                    "(LUMI: `EBU_USER_PREFIX`)."},
+        {.key = "user_install_modules", .member = &SiteInfo::user_install_modules,
+         .requirement = "required with user_install",
+         .meaning = "Modules loaded before `eb` for a user install (LUMI: `LUMI/24.03`, `partition/container`, "
+                    "`EasyBuild-user`)."},
+        {.key = "depend_on_base_modules", .member = &SiteInfo::depend_on_base_modules, .requirement = "default true",
+         .meaning = "The modules depend on `base_modules` (`depends_on`, and EasyBuild dependencies). false: the job "
+                    "script loads them first but the module needs none of them (LUMI's container modules work in any "
+                    "LUMI stack or CrayEnv)."},
     };
     return rows;
 }
@@ -159,6 +175,10 @@ const std::vector<Field<Batch>>& fields_of() {
         {.key = "core_dumps", .member = &Batch::core_dumps, .requirement = "default true",
          .meaning = "false: the job script runs `ulimit -c 0` before the launcher, so no rank writes a core file "
                     "(Aurora's job script does)."},
+        {.key = "miopen_cache_per_rank", .member = &Batch::miopen_cache_per_rank, .requirement = "default false",
+         .meaning = "AMD GPUs: each rank gets a fresh MIOpen cache (MIOPEN_USER_DB_PATH, MIOPEN_CUSTOM_CACHE_DIR) in "
+                    "`/tmp` (`mktemp -d`, named by job and rank with a random suffix), which the rank wrapper removes when the rank "
+                    "exits; no rank touches another's. false: one directory per job and node, kept."},
     };
     return rows;
 }
@@ -207,6 +227,12 @@ const std::vector<Field<Collectives>>& fields_of() {
         {.key = "network_plugin_version", .member = &Collectives::network_plugin_version,
          .meaning = "Version of the network plugin (`1.4.0`), matched by profile conditions `plugin_version`; a "
                     "stack's `components` entry named like `network_plugin` overrides it (the plugin in its image)."},
+        {.key = "debug_switch", .member = &Collectives::debug_switch, .requirement = "default false",
+         .meaning = "NCCL/RCCL: `SITEGEN_NCCL_DEBUG=LEVEL sbatch job...` (VERSION, WARN, INFO or TRACE) makes the rank "
+                    "wrapper set NCCL_DEBUG=LEVEL (and NCCL_DEBUG_SUBSYS = debug_subsys) for the ranks only; off when "
+                    "unset. LUMI's check that aws-ofi-rccl is used: `NCCL_DEBUG=INFO`, then `NET/OFI` lines in the log."},
+        {.key = "debug_subsys", .member = &Collectives::debug_subsys, .requirement = "optional, with debug_switch",
+         .meaning = "NCCL_DEBUG_SUBSYS the switch sets unless the job already has one (LUMI: `INIT,COLL`)."},
     };
     return rows;
 }

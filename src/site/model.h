@@ -73,6 +73,12 @@ struct SiteInfo {
     ModuleSystem module_system = ModuleSystem::lmod;
     std::vector<std::string> module_use;    // `module use` paths users need first (Aurora)
     std::vector<std::string> base_modules;  // modules users load first; stacks depend on them
+    // Installed per user or project with EasyBuild (LUMI's EasyBuild-user into $EBU_USER_PREFIX),
+    // so each copy's user-software venv is writable by its owner; false: one central copy.
+    bool user_install = false;
+    std::string user_prefix_var;                    // the variable naming the user's prefix
+    std::vector<std::string> user_install_modules;  // loaded before `eb` for a user install
+    bool depend_on_base_modules = true;             // false: base_modules are loaded by the job only
 };
 
 struct Hardware {
@@ -123,6 +129,7 @@ struct Batch {
     EnvList env;              // exported by the job script before the launcher (Aurora: IPEX_FP32_MATH_MODE)
     EnvList prepend_path;     // NAME = absolute directory, put first on NAME by the job script
     bool core_dumps = true;   // false: the job script runs `ulimit -c 0` (Aurora's job)
+    bool miopen_cache_per_rank = false;  // AMD: a fresh MIOpen cache per rank, removed when it exits
 };
 
 struct Collectives {
@@ -138,6 +145,8 @@ struct Collectives {
     bool network_plugin_in_image = false;  // that directory is inside the container image, not on the host
     std::vector<std::string> profiles;     // [[profiles]] applied, in order (after env), by name
     std::string network_plugin_version;    // the plugin's version (a stack's components entry overrides it)
+    bool debug_switch = false;  // SITEGEN_NCCL_DEBUG=LEVEL in the job sets NCCL_DEBUG for the ranks
+    std::string debug_subsys;   // NCCL_DEBUG_SUBSYS with the switch on (empty: the library's default)
 };
 
 struct Bind {

@@ -84,6 +84,7 @@ for key in ("easyblock", "name", "version", "versionsuffix", "local_sif", "homep
     print(key, "=", repr(env.get(key)))
 print("whatis keywords =", [w for w in env.get("whatis", []) if w.startswith("Keywords:")])
 print("sanity dirs =", env["sanity_check_paths"]["dirs"])
+print("dependencies =", env.get("dependencies"))
 print("has =", sorted(k for k in ("description", "postinstallcmds", "sanity_check_paths", "modextravars", "modluafooter") if env.get(k)))
 EOF
 )
@@ -101,5 +102,6 @@ docurls = ['DeepSpeed web site: https://www.deepspeed.ai/', 'Latest LUMI AI trai
 moduleclass = 'devel'
 whatis keywords = ['Keywords: PyTorch, DeepSpeed, flash-attention, xformers']
 sanity dirs = ['runscripts']
+dependencies = None
 has = ['description', 'modextravars', 'modluafooter', 'postinstallcmds', 'sanity_check_paths']" "$lumi_values"
 finish

@@ -105,9 +105,10 @@ run_lumi() {  # VIRTUAL_ENV: the module's variables already activated the venv
   env -i PATH="$SCRATCH/fakebin:/usr/bin:/bin" USER="$test_user" VIRTUAL_ENV=/user-software/venv/pytorch \
     "${fake_slurm[@]}" "$@" bash "$lumi_w" train.py
 }
-check_eq "LUMI: one GPU per rank, MIOpen cache per job and node" \
-  "ROCR_VISIBLE_DEVICES=1 MIOPEN_USER_DB_PATH=/tmp/$test_user-miopen-123456-2 MIOPEN_CUSTOM_CACHE_DIR=/tmp/$test_user-miopen-123456-2 NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3 MASTER_PORT=29956 (cache exists)" \
-  "$(run_lumi)"
+# LUMI: batch.miopen_cache_per_rank, a mktemp directory per rank (random suffix masked here).
+check_eq "LUMI: one GPU per rank, MIOpen cache of its own" \
+  "ROCR_VISIBLE_DEVICES=1 MIOPEN_USER_DB_PATH=/tmp/miopen-$UID-123456-9.XXXXXX MIOPEN_CUSTOM_CACHE_DIR=/tmp/miopen-$UID-123456-9.XXXXXX NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3 MASTER_PORT=29956 (cache exists)" \
+  "$(run_lumi | sed -E 's/(miopen-[0-9]+-123456-9\.)[A-Za-z0-9]{6}/\1XXXXXX/g')"
 check_eq "LUMI: a GPU Slurm already bound is kept" "ROCR_VISIBLE_DEVICES=3" "$(run_lumi ROCR_VISIBLE_DEVICES=3 | grep -o '^[^ ]*')"
 check_eq "LUMI: several visible GPUs are narrowed to LOCAL_RANK" "ROCR_VISIBLE_DEVICES=1" \
   "$(run_lumi ROCR_VISIBLE_DEVICES=0,1,2,3 | grep -o '^[^ ]*')"
@@ -162,8 +163,8 @@ else
   fail "concurrent jobs used the same MASTER_PORT: $(cat "$SCRATCH"/{first,second}.port)"
 fi
 
-# Two concurrent jobs through the AMD wrapper (fake python): each rank finds its job's
-# MIOpen directory created; the jobs' directories and ports differ.
+# Two concurrent jobs through the AMD wrapper (fake python): each rank finds its own MIOpen
+# directory created (LUMI: one per rank); the jobs' directories and ports differ.
 cat >"$SCRATCH/amd.job" <<'SH'
 #!/bin/bash
 srun bash "$@"
@@ -178,11 +179,11 @@ amd_job amd2 &
 p2=$!
 if wait "$p1" && wait "$p2"; then pass; else fail "an AMD-wrapper job failed: $(cat "$SCRATCH"/amd?.out)"; fi
 for name in amd1 amd2; do
-  check_eq "$name: both ranks found their job's cache" 2 "$(grep -c "MIOPEN_USER_DB_PATH=/tmp/$test_user-miopen-[0-9]*-0 .*(cache exists)" "$SCRATCH/$name.out")"
+  check_eq "$name: both ranks found their own cache" 2 "$(grep -cE "MIOPEN_USER_DB_PATH=/tmp/miopen-$UID-[0-9]+-[01]\.[A-Za-z0-9]{6} .*\(cache exists\)" "$SCRATCH/$name.out")"
   grep -o 'MIOPEN_USER_DB_PATH=[^ ]*' "$SCRATCH/$name.out" | sort -u >"$SCRATCH/$name.cache"
   grep -o 'MASTER_PORT=[0-9]*' "$SCRATCH/$name.out" | sort -u >"$SCRATCH/$name.port"
 done
-if [[ $(<"$SCRATCH/amd1.cache") != "$(<"$SCRATCH/amd2.cache")" && $(wc -l <"$SCRATCH/amd1.cache") == 1 ]]; then
+if [[ $(<"$SCRATCH/amd1.cache") != "$(<"$SCRATCH/amd2.cache")" && $(wc -l <"$SCRATCH/amd1.cache") == 2 ]]; then
   pass
 else
   fail "AMD jobs shared a MIOpen cache: $(cat "$SCRATCH"/amd?.cache)"

@@ -149,6 +149,13 @@ def check_sanity(path, env, inst, tmpl, report):
                                 r"assert v == '[^'+]+', v\"", cmd) is not None,
                    f"{path}: unexpected payload check {cmd!r}")
             continue
+        # The venv check (the container's `python` is the venv's, as LUMI's demo checks with
+        # `which python`) needs the image too: its form here, run by seed_workflow_lumi.sh.
+        if "command -v python" in cmd:
+            report(re.fullmatch(r'(?:singularity|apptainer) exec "\$SIF" bash -c '
+                                r"'test \"\$\(command -v python\)\" = /\S+/bin/python'", cmd) is not None,
+                   f"{path}: unexpected venv check {cmd!r}")
+            continue
         r = subprocess.run(["bash", "-c", resolve_template(cmd, tmpl)], capture_output=True, text=True)
         report(r.returncode == 0, f"{path}: sanity_check_command failed: {cmd!r}: {r.stderr.strip()}")
 
