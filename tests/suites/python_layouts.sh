@@ -129,6 +129,7 @@ ch-run -b \"$stack/user-software:/user-software\" \"$stack/\"debian-torch -- bas
 # /etc/alternatives are mounted into the image directory, in a mount namespace of the
 # install only; the install commands bind nothing but /user-software.
 install_script "$ec" "$stack" >"$SCRATCH/install.sh"
+# shellcheck disable=SC2016  # $1 and $2 are the inner bash's arguments
 if out=$(unshare -m --propagation private bash -c 'mount --bind /usr "$1/usr" &&
     mount --bind /etc/alternatives "$1/etc/alternatives" && bash "$2"' ns "$stack/debian-torch" "$SCRATCH/install.sh" 2>&1); then
   pass "the install commands ran"
