@@ -15,6 +15,10 @@
 #                          `conda env create` call, the file installed byte for byte; the
 #                          installed module (EasyBuild's) and sitegen's load and unload in
 #                          real Lmod, and `python` under it is the environment's.
+#   module-venv            a bare-metal site installed by the real EasyBuild with the host's
+#                          python3.11: the venv's home is /usr/bin, and under EasyBuild's
+#                          module `python` is the venv's (its site-packages first, on
+#                          PYTHONPATH) and imports the base's torch.
 set -euo pipefail
 sitegen=$(realpath "${1:?usage: python_layouts.sh SITEGEN}")
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -284,4 +288,49 @@ emods=$d/prefix/modulefiles
 if out=$(lmod_load_unload_roundtrip "$emods" pytorch/1.13.1-condafile); then pass "EasyBuild's module: load/unload"; else fail "round trip: $out"; fi
 check_eq "EasyBuild's module: python is the environment's" "$inst/conda-env/bin/python" \
   "$(lmod_clean_shell "$emods" 'module load pytorch/1.13.1-condafile && command -v python')"
+
+# ============================================================================================
+# module-venv, bare metal, installed by the real EasyBuild with the host's real python3.11
+# (no components: nothing to pip-install without a network)
+mkdir -p "$SCRATCH/sites/modvenv"
+cat >"$SCRATCH/sites/modvenv/site.toml" <<'TOML'
+[site]
+name = "modvenv"
+description = "a venv over the host's python"
+scheduler = "slurm"
+launcher = "srun"
+install_prefix = "/opt/sitegen-modvenv"
+
+[hardware]
+gpu_vendor = "none"
+devices_per_node = 0
+cores_per_node = 2
+
+[collectives]
+library = "gloo"
+
+[python]
+layout = "module-venv"
+version = "3.11"
+
+[[stacks]]
+name = "pytorch"
+version = "1.13.1"
+versionsuffix = "-modvenv"
+description = "a venv over Debian's python3 with its torch"
+homepage = "https://pytorch.org/"
+TOML
+if "$sitegen" --sites-dir "$SCRATCH/sites" --out-dir "$SCRATCH/vout" build modvenv >"$SCRATCH/vbuild.log" 2>&1; then
+  pass "sitegen builds the module-venv site"
+else
+  fail "sitegen build: $(cat "$SCRATCH/vbuild.log")"
+  finish
+fi
+vec=$SCRATCH/vout/easyconfigs-out/modvenv/p/pytorch/pytorch-1.13.1-modvenv.eb
+if run_eb "$vec" >"$SCRATCH/eb-venv.log" 2>&1; then pass "eb installs the module-venv stack"; else fail "eb install: $(grep -E 'ERROR|FAILED' "$SCRATCH/eb-venv.log" | head -n 10 || tail -n 15 "$SCRATCH/eb-venv.log")"; fi
+vinst=$d/prefix/software/pytorch/1.13.1-modvenv
+check_eq "the venv's home is the module's python" "home = /usr/bin" "$(grep '^home = ' "$vinst/venv/pyvenv.cfg" || true)"
+if out=$(lmod_load_unload_roundtrip "$emods" pytorch/1.13.1-modvenv); then pass "module-venv: load/unload"; else fail "round trip: $out"; fi
+check_eq "module-venv: python is the venv's, with the base's torch" "$vinst/venv $vinst/venv/lib/python3.11/site-packages torch=1.13.0a0" \
+  "$(lmod_clean_shell "$emods" 'module load pytorch/1.13.1-modvenv && python -c "import sys, torch; print(sys.prefix, [p for p in sys.path if p.endswith(\"site-packages\")][0], \"torch=\" + torch.__version__)"')"
 finish
