@@ -166,6 +166,7 @@ std::vector<std::string> stack_keys(FileSystem& fs, const Request& request, cons
     for (size_t i = 0; i < l.site.stacks.size(); ++i) {
         std::string text = site_digest;
         put_text(text, stack_text(l.site.stacks[i]));
+        put_text(text, l.site.stacks[i].python.environment);  // the environment file's bytes, not its name
         put_text(text, i < options.hooks.size() ? hook_text(options.hooks[i]) : std::string());
         keys.push_back(sha256_hex(text));
     }

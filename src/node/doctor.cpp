@@ -400,7 +400,8 @@ struct Doctor {
         for (size_t s = 0; s < site.stacks.size(); ++s) {
             const Stack& stack = site.stacks[s];
             const Python& py = stack.python;
-            if (py.layout == PythonLayout::container_venv) continue;
+            // Interpreters inside an image are not the host's to check.
+            if (py.layout == PythonLayout::container_venv || py.layout == PythonLayout::container_system_venv) continue;
             const std::string sp = "stacks." + std::to_string(s) + ".python.";
             std::string exe, path;
             if (!py.interpreter.empty()) {

@@ -84,13 +84,9 @@ std::vector<ShellCommand> pip_commands(const Site& site, const Stack& stack, con
     return cmds;
 }
 
-// The venv on top of the image's conda environment, created in <installdir>/user-software
-// (mounted at /user-software) by running python inside the image.
-std::vector<ShellCommand> container_venv_commands(const Site& site, const Stack& stack) {
-    const Python& py = stack.python;
-    const std::string inner = "source " + bash_word(py.conda_root + "/bin/activate") + " " + bash_word(py.conda_env) +
-                              " && mkdir -p " + bash_word(parent_dir(py.venv)) +
-                              " && python -m venv --system-site-packages " + bash_word(py.venv);
+// A command run inside the stack's image with <installdir>/user-software mounted at
+// /user-software: `bash -c INNER` (the image's bash), so what it writes persists there.
+ShellCommand in_image_command(const Site& site, const Stack& stack, const std::string& inner) {
     const RuntimeTraits& rt = traits(site.container.runtime);
     const std::string exec = *rt.exec ? std::string(" ") + rt.exec : "";
     const std::string before_program = *rt.before_program ? std::string(" ") + rt.before_program : "";
@@ -100,10 +96,67 @@ std::vector<ShellCommand> container_venv_commands(const Site& site, const Stack&
                         bash_text(std::string(rt.bind_fstab ? ":none:x-create=auto,rbind" : "") + " ")};
     if (!rt.image_is_name) run.push_back(install_path(""));
     run.push_back(bash_text(bash_word(stack.image) + before_program + " bash -c " + bash_word(inner)));
+    return run;
+}
+
+// The venv on top of the image's conda environment, created in <installdir>/user-software
+// (mounted at /user-software) by running python inside the image.
+std::vector<ShellCommand> container_venv_commands(const Site& site, const Stack& stack) {
+    const Python& py = stack.python;
+    const std::string inner = "source " + bash_word(py.conda_root + "/bin/activate") + " " + bash_word(py.conda_env) +
+                              " && mkdir -p " + bash_word(parent_dir(py.venv)) +
+                              " && python -m venv --system-site-packages " + bash_word(py.venv);
     return {
         shell({bash_text("mkdir -p "), install_path("user-software")}),
-        std::move(run),
+        in_image_command(site, stack, inner),
     };
+}
+
+// The image's own python (python.interpreter, default python3) makes the venv in
+// /user-software; --system-site-packages keeps the image's packages (torch) visible. No conda.
+std::vector<ShellCommand> container_system_venv_commands(const Site& site, const Stack& stack) {
+    const Python& py = stack.python;
+    const std::string python = py.interpreter.empty() ? "python3" : py.interpreter;
+    const std::string inner = "mkdir -p " + bash_word(parent_dir(py.venv)) + " && " + bash_word(python) +
+                              " -m venv --system-site-packages " + bash_word(py.venv);
+    return {
+        shell({bash_text("mkdir -p "), install_path("user-software")}),
+        in_image_command(site, stack, inner),
+    };
+}
+
+// A conda environment in <installdir>/conda-env. From the site's environment file (its bytes
+// written into the install dir first, so the easyconfig carries them and the install is
+// deterministic), `conda env create --prefix P --file F`: the file lists its own channels
+// and packages, so the components are not pip-installed on top
+// (https://docs.conda.io/projects/conda/en/24.1.x/commands/env/create.html; that conda env
+// create has no --channel). Else `conda create` with python=X.Y, from only the given
+// channels when there are some (--override-channels -c C...,
+// https://docs.conda.io/projects/conda/en/23.7.x/commands/create.html), then pip.
+std::vector<ShellCommand> conda_env_commands(const Site& site, const Stack& stack) {
+    const Python& py = stack.python;
+    if (!py.environment_file.empty())
+        return {shell({bash_text("printf %s " + bash_word(py.environment) + " > "), install_path("conda-environment.yml")}),
+                shell({bash_text("conda env create --prefix "), install_path("conda-env"), bash_text(" --file "),
+                       install_path("conda-environment.yml")})};
+    std::string channels;
+    for (const auto& c : py.channels) channels += " -c " + bash_word(c);
+    if (!channels.empty()) channels = " --override-channels" + channels;
+    std::vector<ShellCommand> cmds = {shell({bash_text("conda create --yes --prefix "), install_path("conda-env"),
+                                             bash_text(channels + " python=" + bash_word(python_major_minor(py.version)))})};
+    for (auto& c : pip_commands(site, stack, {install_path("conda-env/bin/python")}, "")) cmds.push_back(std::move(c));
+    return cmds;
+}
+
+// The site's python module (a dependency; python.interpreter, else pythonX.Y) makes a venv
+// in <installdir>/venv, and the components are pip-installed into it.
+std::vector<ShellCommand> module_venv_commands(const Site& site, const Stack& stack) {
+    const Python& py = stack.python;
+    const std::string python = py.interpreter.empty() ? "python" + python_major_minor(py.version) : py.interpreter;
+    std::vector<ShellCommand> cmds = {
+        shell({bash_text(bash_word(python) + " -m venv --system-site-packages "), install_path("venv")})};
+    for (auto& c : pip_commands(site, stack, {install_path("venv/bin/python")}, "")) cmds.push_back(std::move(c));
+    return cmds;
 }
 
 // Install steps that depend on the Python layout. The base modules are loaded by the
@@ -115,6 +168,8 @@ std::vector<ShellCommand> layout_steps(const Site& site, const Stack& stack) {
             return container_venv_commands(site, stack);
         case PythonLayout::container_system:
             return {};  // the image's own python and packages
+        case PythonLayout::container_system_venv:
+            return container_system_venv_commands(site, stack);
         case PythonLayout::userbase_venv:
             // The site's python module (a dependency) installs under PYTHONUSERBASE, run as
             // pythonX.Y: a bare `python` may be another interpreter (EasyBuild's own).
@@ -122,13 +177,11 @@ std::vector<ShellCommand> layout_steps(const Site& site, const Stack& stack) {
                                 {bash_text("PYTHONUSERBASE="), install_path("python/" + py.version),
                                  bash_text(" " + bash_word("python" + python_major_minor(py.version)))},
                                 " --user");
-        case PythonLayout::conda_env: {
+        case PythonLayout::conda_env:
             if (!py.conda_env.empty()) return {};  // the site's own environment
-            std::vector<ShellCommand> cmds = {shell({bash_text("conda create --yes --prefix "), install_path("conda-env"),
-                                                     bash_text(" python=" + bash_word(python_major_minor(py.version)))})};
-            for (auto& c : pip_commands(site, stack, {install_path("conda-env/bin/python")}, "")) cmds.push_back(std::move(c));
-            return cmds;
-        }
+            return conda_env_commands(site, stack);
+        case PythonLayout::module_venv:
+            return module_venv_commands(site, stack);
         case PythonLayout::frameworks_module:
         case PythonLayout::system:
             return {};  // the site provides Python and the packages
@@ -153,6 +206,9 @@ std::optional<ShellCommand> payload_check(const Site& site, const Stack& stack) 
     const std::string expected = torch.substr(0, torch.find('+'));
     const std::string code =
         "import torch; v = torch.__version__.split('+')[0]; assert v == " + python_string(expected) + ", v";
+    const std::string check = " -c \"" + bash_double_quoted(code) + "\"";
+    // The venv's own python: the base interpreter does not see what was installed into it.
+    if (py.layout == PythonLayout::module_venv) return shell({install_path("venv/bin/python"), bash_text(check)});
     std::string run = bash_word(python);
     if (runs_in_container(site, stack)) {
         const RuntimeTraits& rt = traits(site.container.runtime);
@@ -160,7 +216,7 @@ std::optional<ShellCommand> payload_check(const Site& site, const Stack& stack) 
               (rt.view_flag ? std::string(" ") + rt.view_flag + bash_word(site.container.view) : "") + " \"$SIF\"" +
               (*rt.before_program ? std::string(" ") + rt.before_program : "") + " " + run;
     }
-    return shell({bash_text(run + " -c \"" + bash_double_quoted(code) + "\"")});
+    return shell({bash_text(run + check)});
 }
 
 // The venv made at install time is what `python` is in the container under the module, as

@@ -178,6 +178,13 @@ void container_ops(ModuleBuilder& m, const Site& site, const Stack& stack) {
         };
         for (const auto& [k, v] : inside) m.setenv(k, text_value(v));
     }
+    // The venv over the image's python, activated inside as its bin/activate does (no conda
+    // variables); runtimes that read no variables get this from the rank wrapper.
+    if (py.layout == PythonLayout::container_system_venv && runtime.env_prefix) {
+        const std::string rt = runtime.env_prefix;
+        m.setenv(rt + "ENV_PREPEND_PATH", text_value("/runscripts:" + py.venv + "/bin"));
+        m.setenv(rt + "ENV_VIRTUAL_ENV", text_value(py.venv));
+    }
 }
 
 void python_ops(ModuleBuilder& m, const Stack& stack) {
@@ -199,8 +206,18 @@ void python_ops(ModuleBuilder& m, const Stack& stack) {
             m.setenv("CONDA_DEFAULT_ENV", local_value("conda_env"));
             m.prepend_path("PATH", under_local("conda_env", {"bin"}));
             break;
+        case PythonLayout::module_venv:
+            // The venv's bin first: its python finds the venv's packages by its pyvenv.cfg.
+            // A user's venv made from that python has the base interpreter's packages, not
+            // the venv's, so they also go on PYTHONPATH (as userbase-venv's do). VIRTUAL_ENV
+            // stays the user's own venv's.
+            m.set_local("venv", under_root({"venv"}));
+            m.prepend_path("PATH", under_local("venv", {"bin"}));
+            m.prepend_path("PYTHONPATH", under_local("venv", {"lib/python" + python_major_minor(py.version) + "/site-packages"}));
+            break;
         case PythonLayout::container_venv:
         case PythonLayout::container_system:
+        case PythonLayout::container_system_venv:
         case PythonLayout::system:
             break;
     }
@@ -320,6 +337,14 @@ std::string help_text(const Site& site, const Stack& stack, const std::vector<Pl
             h += "\n" + std::string(rt.command) + " passes only named variables into the container: the\n"
                  "scheduler's, MASTER_*, SITEGEN_*, the device-visibility variable and this module's.\n";
     }
+    if (stack.python.layout == PythonLayout::container_system_venv)
+        h += "\nThe venv " + stack.python.venv + " (over the image's python, kept in\n"
+             "$CONTAINERROOT/user-software) is active in the rank wrapper" +
+             std::string(site.container.enabled && traits(site.container.runtime).env_prefix ? " and in the container" : "") +
+             ".\n";
+    if (stack.python.layout == PythonLayout::module_venv)
+        h += "\nThe stack's packages are in a venv over the python module (bin first on PATH,\n"
+             "site-packages on PYTHONPATH): install your own into your own venv.\n";
     if (stack.python.layout == PythonLayout::userbase_venv)
         h += "\nPYTHONUSERBASE points into the shared installation: do not `pip install --user`\n"
              "with this module loaded; install into your own venv instead.\n";

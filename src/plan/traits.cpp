@@ -179,6 +179,8 @@ constexpr LayoutTraits kCondaEnv{PythonLayout::conda_env, false, false};
 constexpr LayoutTraits kUserbaseVenv{PythonLayout::userbase_venv, false, false};
 constexpr LayoutTraits kFrameworksModule{PythonLayout::frameworks_module, false, false};
 constexpr LayoutTraits kSystem{PythonLayout::system, false, false};
+constexpr LayoutTraits kContainerSystemVenv{PythonLayout::container_system_venv, true, false, true};
+constexpr LayoutTraits kModuleVenv{PythonLayout::module_venv, false, false, true};
 
 constexpr VisibilityTraits kNarrow{VisibilityPolicy::narrow, true, false};
 constexpr VisibilityTraits kAllVisible{VisibilityPolicy::all, false, false};
@@ -236,6 +238,8 @@ const LayoutTraits& traits(PythonLayout l) {
         case PythonLayout::userbase_venv: return kUserbaseVenv;
         case PythonLayout::frameworks_module: return kFrameworksModule;
         case PythonLayout::system: return kSystem;
+        case PythonLayout::container_system_venv: return kContainerSystemVenv;
+        case PythonLayout::module_venv: return kModuleVenv;
     }
     std::abort();
 }

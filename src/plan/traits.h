@@ -108,6 +108,7 @@ struct LayoutTraits {
     PythonLayout layout;
     bool in_container;  // python runs inside the site's image
     bool conda_venv;    // a conda environment plus a venv (conda_root, conda_env, venv required)
+    bool own_venv = false;  // a venv without conda, created at install over the layout's python
 };
 
 // What a device-visibility policy does in the rank wrapper.

@@ -72,6 +72,8 @@ struct Checker {
     void check_network_plugin();
     void check_job_environment();
     std::string layout_path(size_t i) const;
+    std::string python_path(size_t i, const std::string& key) const;
+    void check_python(size_t i);
 
     void run(const std::string& expected_name);
     void check_stack(size_t i);
@@ -239,6 +241,89 @@ void Checker::check_stack(size_t i) {
                     "print it with: sha256sum <image>");
     if (!s.image_sha256.empty() && s.image.empty())
         diags.error(site.where(p + ".image_sha256"), "'image_sha256' is set but the stack has no 'image'");
+    check_python(i);
+}
+
+// Where a stack's python key was set: its own override, else the site's [python].
+std::string Checker::python_path(size_t i, const std::string& key) const {
+    const std::string own = "stacks." + std::to_string(i) + ".python." + key;
+    return present(own) ? own : "python." + key;
+}
+
+// The keys each python layout reads, at their TOML locations: conda keys only where conda
+// is, the venv of container-system-venv where the install puts it, the environment file
+// and channels only where sitegen creates the conda environment.
+void Checker::check_python(size_t i) {
+    const auto& s = site.stacks[i];
+    const Python& py = s.python;
+    const std::string layout = to_string(py.layout);
+    const bool has_conda = py.layout == PythonLayout::container_venv || py.layout == PythonLayout::conda_env ||
+                           py.layout == PythonLayout::frameworks_module;
+    for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"conda_root", py.conda_root},
+                                     {"conda_env", py.conda_env}, {"environment_file", py.environment_file}})
+        if (!value.empty() && !has_conda)
+            diags.error(site.where(python_path(i, key)),
+                        "'" + std::string(key) + "' is set but stack '" + s.name + "' has the python layout '" + layout +
+                            "', which uses no conda",
+                        py.layout == PythonLayout::container_system_venv
+                            ? "the venv is made by the image's own python (python.interpreter); remove the conda keys"
+                            : "remove it, or use a conda layout (conda-env, container-venv, frameworks-module)");
+    if (!py.channels.empty() && !has_conda)
+        diags.error(site.where(python_path(i, "channels")),
+                    "'channels' is set but stack '" + s.name + "' has the python layout '" + layout + "', which uses no conda");
+    if (py.layout == PythonLayout::conda_env) {
+        if (!py.environment_file.empty() && !py.conda_env.empty())
+            diags.error(site.where(python_path(i, "environment_file")),
+                        "stack '" + s.name + "' names both the site's conda environment (conda_env) and an environment "
+                            "file to create one from",
+                        "keep conda_env to use the site's environment, or environment_file to create it at install");
+        if (!py.channels.empty() && !py.conda_env.empty())
+            diags.error(site.where(python_path(i, "channels")),
+                        "'channels' is set but stack '" + s.name + "' uses the site's conda environment (conda_env): "
+                            "nothing is created");
+        else if (!py.channels.empty() && !py.environment_file.empty())
+            diags.error(site.where(python_path(i, "channels")),
+                        "'channels' is set with an environment file: `conda env create --file` takes the channels "
+                            "from the file",
+                        "list them under `channels:` in " + py.environment_file);
+    } else if (has_conda) {
+        if (!py.environment_file.empty())
+            diags.error(site.where(python_path(i, "environment_file")),
+                        "'environment_file' is set but stack '" + s.name + "' has the python layout '" + layout +
+                            "', which uses an existing conda environment",
+                        "an environment is created from a file only with layout 'conda-env'");
+        if (!py.channels.empty())
+            diags.error(site.where(python_path(i, "channels")),
+                        "'channels' is set but stack '" + s.name + "' has the python layout '" + layout +
+                            "', which uses an existing conda environment",
+                        "channels are used only when layout 'conda-env' creates the environment");
+    }
+    for (size_t k = 0; k < py.channels.size(); ++k) {
+        const std::string at = python_path(i, "channels") + (present(python_path(i, "channels") + "." + std::to_string(k))
+                                                                 ? "." + std::to_string(k) : "");
+        const std::string& c = py.channels[k];
+        if (c.empty() || c[0] == '-' || c.find_first_of(" \t\n\r") != std::string::npos)
+            diags.error(site.where(at), "channel '" + c + "' is not a conda channel name or URL",
+                        "e.g. \"conda-forge\" or \"https://conda.anaconda.org/pytorch\"");
+    }
+    if (py.layout != PythonLayout::container_system_venv) return;
+    if (py.venv.empty()) {
+        diags.error(site.where(layout_path(i)),
+                    "python layout 'container-system-venv' creates a venv in the image at install, but 'venv' is "
+                        "not set (in [python] or the stack's python)",
+                    "e.g. venv = \"/user-software/venv/" + s.name + "\" (the install dir's user-software, mounted "
+                        "at /user-software)");
+    } else if (!py.venv.starts_with("/user-software/")) {
+        diags.error(site.where(python_path(i, "venv")),
+                    "venv '" + py.venv + "' is not under /user-software: the install creates it in the image, "
+                        "where only <installdir>/user-software (mounted at /user-software) is kept",
+                    "e.g. venv = \"/user-software/venv/" + s.name + "\"");
+    }
+    if (site.container.enabled && traits(site.container.runtime).host_filesystem)
+        diags.error(site.where(layout_path(i)),
+                    "python layout 'container-system-venv' keeps its venv in /user-software, but " +
+                        to_string(site.container.runtime) + " binds nothing into its images",
+                    "use layout 'container-system' (the image's python3)");
 }
 
 // Where a stack's python layout was set: its own override, else the site's [python].

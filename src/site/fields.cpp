@@ -286,7 +286,11 @@ const std::vector<Field<Python>>& fields_of() {
          .meaning = "How Python and the packages are provided. In the image: `container-venv` (a conda environment "
                     "plus a venv in /user-software, as LUMI's), `container-system` (the image's own python: "
                     "`interpreter`, default `python3`). On the host: `conda-env`, `userbase-venv` (pip --user over a "
-                    "python module), `frameworks-module` (the site's conda module), `system`."},
+                    "python module), `frameworks-module` (the site's conda module), `system`. "
+                    "`container-system-venv`: a venv (`venv`, under /user-software) created at install by the image's "
+                    "own python (`interpreter`, default `python3`) with --system-site-packages, no conda (NGC or "
+                    "Debian-based images). `module-venv`: a venv in the install dir created at install by the python "
+                    "module (`interpreter`, default pythonX.Y), the components pip-installed into it."},
         {.key = "version", .member = &Python::version, .requirement = "required",
          .meaning = "Python version, `3.12` or `3.12.1`."},
         {.key = "interpreter", .member = &Python::interpreter,
@@ -296,6 +300,14 @@ const std::vector<Field<Python>>& fields_of() {
         {.key = "conda_env", .member = &Python::conda_env, .meaning = "Conda environment name or path."},
         {.key = "venv", .member = &Python::venv,
          .meaning = "Virtual environment path (container-venv: inside the container)."},
+        {.key = "environment_file", .member = &Python::environment_file,
+         .meaning = "conda-env: a conda environment file (environment.yml), relative to the site file that sets "
+                    "it and inside the sites directory; its bytes go into the easyconfig and the install runs "
+                    "`conda env create --prefix <installdir>/conda-env --file` on them (its own channels and "
+                    "packages: the components are not pip-installed)."},
+        {.key = "channels", .member = &Python::channels,
+         .meaning = "conda-env without an environment file: the only channels `conda create` uses "
+                    "(`--override-channels -c ...`), e.g. `[\"conda-forge\"]`."},
     };
     return rows;
 }

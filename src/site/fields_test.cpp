@@ -1,6 +1,8 @@
 // Every row of the field tables reaches the loader, the reference and the rules' Lua view.
 #include <catch2/catch.hpp>
 
+#include <regex>
+
 #include <cctype>
 #include <functional>
 #include <map>
@@ -144,6 +146,10 @@ Place entry_place(const Place& outer, const std::string& key) {
 
 Site load_document(const std::string& document, MemoryFs& fs) {
     fs.files[kSiteFile] = {document, false};
+    // The files a document names exist beside it (python.environment_file is read at load).
+    static const std::regex kNamedFile(R"re(environment_file = "([^"]*)")re");
+    for (std::sregex_iterator it(document.begin(), document.end(), kNamedFile), end; it != end; ++it)
+        fs.files["sites/t/" + (*it)[1].str()] = {"dependencies: []\n", false};
     Site site;
     Diagnostics diags;
     const bool loaded = load_site(fs, "sites", "t", site, diags);

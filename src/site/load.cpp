@@ -350,11 +350,54 @@ std::vector<std::string> list_sites(FileSystem& fs, const std::string& sites_dir
 
 namespace {
 
+// Conda environment files are part of the site: read once here, relative to the file that
+// names them and only under the sites directory, so the plan carries their bytes.
+constexpr size_t kMaxEnvironmentFileBytes = 1024 * 1024;
+
+void read_environment_file(FileSystem& fs, const std::string& sites_dir, Site& site, Python& py,
+                           const std::string& key, Diagnostics& diags) {
+    if (py.environment_file.empty()) return;
+    const SourceRegion at = site.where(key);
+    if (py.environment_file.front() == '/') {
+        diags.error(at, "'" + py.environment_file + "' is an absolute path: an environment file is part of the site",
+                    "give it relative to " + at.file + ", inside the sites directory");
+        return;
+    }
+    const std::string target =
+        lexical((stdfs::path(at.file).parent_path() / py.environment_file).generic_string());
+    if (const std::string why = outside_sites_dir(fs, target, sites_dir); !why.empty()) {
+        diags.error(at, "environment file '" + py.environment_file + "' " + why);
+        return;
+    }
+    std::string error;
+    if (!fs.read(target, py.environment, error, kMaxEnvironmentFileBytes)) {
+        diags.error(at, "cannot read environment file '" + py.environment_file + "': " + error);
+        return;
+    }
+    if (py.environment.find('\0') != std::string::npos)
+        diags.error(at, "environment file '" + py.environment_file + "' holds a NUL byte: it is not a text file");
+}
+
+void read_environment_files(FileSystem& fs, const std::string& sites_dir, Site& site, Diagnostics& diags) {
+    read_environment_file(fs, sites_dir, site, site.python, "python.environment_file", diags);
+    for (size_t i = 0; i < site.stacks.size(); ++i) {
+        Python& py = site.stacks[i].python;
+        const std::string own = "stacks." + std::to_string(i) + ".python.environment_file";
+        if (site.regions.count(own))
+            read_environment_file(fs, sites_dir, site, py, own, diags);
+        else if (py.environment_file == site.python.environment_file)
+            py.environment = site.python.environment;  // the site's file, read (and reported) once
+        else
+            read_environment_file(fs, sites_dir, site, py, "python.environment_file", diags);
+    }
+}
+
 bool load_layers(FileSystem& fs, const std::string& sites_dir, const std::string& path, const std::string& text,
                  Site& out, Diagnostics& diags) {
     size_t before = diags.error_count();
     Loader loader{fs, out, diags, sites_dir, {}};
     loader.apply_file(path, text, {path, 0, 0}, 0);
+    if (diags.error_count() == before) read_environment_files(fs, sites_dir, out, diags);
     return diags.error_count() == before;
 }
 

@@ -33,7 +33,9 @@ constexpr EnumName<PythonLayout> kPythonLayouts[] = {{PythonLayout::container_ve
                                                      {PythonLayout::userbase_venv, "userbase-venv"},
                                                      {PythonLayout::frameworks_module, "frameworks-module"},
                                                      {PythonLayout::system, "system"},
-                                                     {PythonLayout::container_system, "container-system"}};
+                                                     {PythonLayout::container_system, "container-system"},
+                                                     {PythonLayout::container_system_venv, "container-system-venv"},
+                                                     {PythonLayout::module_venv, "module-venv"}};
 constexpr EnumName<BindingStyle> kBindingStyles[] = {
     {BindingStyle::none, "none"}, {BindingStyle::mask, "mask"}, {BindingStyle::list, "list"}, {BindingStyle::numa, "numa"}};
 constexpr EnumName<VisibilityPolicy> kVisibilityPolicies[] = {

@@ -17,7 +17,11 @@ enum class Launcher { srun, mpiexec, flux };
 enum class GpuVendor { none, amd, nvidia, intel };
 enum class CollectiveLib { nccl, rccl, oneccl, gloo };
 enum class ContainerRuntime { singularity, apptainer, charliecloud, podman_hpc, pyxis, uenv };
-enum class PythonLayout { container_venv, conda_env, userbase_venv, frameworks_module, system, container_system };
+enum class PythonLayout {
+    container_venv, conda_env, userbase_venv, frameworks_module, system, container_system,
+    container_system_venv,  // a venv over the image's own python (no conda), created at install
+    module_venv,            // a venv over the site's python module, created at install
+};
 enum class BindingStyle { none, mask, list, numa };
 // Which devices a rank sees: one (narrow), all of its node's (all), or one shared with
 // ranks_per_device - 1 other ranks (shared: Intel PVC CCS, NVIDIA MPS).
@@ -171,6 +175,9 @@ struct Python {
     std::string conda_root;    // conda installation (container: /opt/miniconda3)
     std::string conda_env;     // env name (container) or path (conda_env layout)
     std::string venv;          // venv path (container: /user-software/venv/pytorch)
+    std::string environment_file;       // conda env file, relative to the site file that names it
+    std::vector<std::string> channels;  // conda channels for `conda create` (conda_env layout)
+    std::string environment;   // the environment file's bytes (read by load, not a key)
 };
 
 struct Stack {

@@ -59,6 +59,8 @@ expected_refusal() {
     return
   fi
   if [[ $runtime == uenv && $layout == container-venv ]]; then echo "a uenv has no conda"; return; fi
+  # The venv over the image's python lives in the install dir's /user-software bind; a uenv binds nothing.
+  if [[ $runtime == uenv && $layout == container-system-venv ]]; then echo "a uenv has no /user-software"; return; fi
   if [[ $gpu_flag == true && -z $flag ]]; then echo "no GPU flag for this runtime and vendor"; return; fi
   if [[ $vendor == nvidia && -n $flag && $gpu_flag == false ]]; then echo "CUDA without $flag"; return; fi
   if [[ $runtime == podman-hpc && ($vendor == amd || $vendor == intel) ]]; then echo "podman-hpc hides the devices"; fi
@@ -112,6 +114,7 @@ write_site() {
     if [[ $layout == container-venv ]]; then
       printf 'conda_root = "/opt/conda"\nconda_env = "torch"\nvenv = "/user-software/venv/torch"\n'
     fi
+    [[ $layout == container-system-venv ]] && printf 'venv = "/user-software/venv/torch"\n'
     printf '\n[[stacks]]\nname = "torch"\nversion = "2.4.0"\ndescription = "combination stack"\n'
     printf 'homepage = "https://pytorch.org/"\nvenv_extension = true\n'
     [[ $runtime != none ]] && printf 'image = "%s"\n' "$(image_of "$runtime")"
@@ -220,7 +223,7 @@ done < <(
   # Every pair of values that some valid site has is tried in an accepted site, and every
   # pair that some invalid site has in a refused one.
   dims=("runtime=none,singularity,apptainer,charliecloud,podman-hpc,pyxis,uenv" "scheduler=slurm,pbs,flux"
-    "layout=container-venv,container-system,conda-env,userbase-venv,frameworks-module,system"
+    "layout=container-venv,container-system,conda-env,userbase-venv,frameworks-module,system,container-system-venv,module-venv"
     "vendor=none,amd,nvidia,intel" "visibility=narrow,all,shared" "gpu_flag=false,true" "starter=launcher,torchrun")
   : >"$SCRATCH/valid"
   : >"$SCRATCH/invalid"

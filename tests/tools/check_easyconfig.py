@@ -62,7 +62,10 @@ def write_fakes(fake_dir):
                 'printf "\\n"; } >> "$SITEGEN_RECORD"\n')
     conda = recorder + ('while [ $# -gt 0 ]; do if [ "$1" = --prefix ]; then '
                         'mkdir -p "$2/bin" && cp "$0.python" "$2/bin/python"; fi; shift; done\n')
-    pythons = [(f"python3.{minor}", recorder) for minor in range(6, 15)]  # pip run as pythonX.Y
+    # pip run as pythonX.Y; `pythonX.Y -m venv ... DIR` leaves a recording python in DIR/bin, as a real venv would.
+    venv = ('if [ "$1" = -m ] && [ "$2" = venv ]; then for a in "$@"; do d=$a; done; '
+            'mkdir -p "$d/bin" && cp "$(dirname "$0")/conda.python" "$d/bin/python"; fi\n')
+    pythons = [(f"python3.{minor}", recorder + venv) for minor in range(6, 15)]
     for tool, body in [("singularity", recorder), ("apptainer", recorder), ("ch-run", recorder), ("podman-hpc", recorder),
                        ("enroot", recorder), ("uenv", recorder), ("python", recorder),
                        ("conda", conda), ("conda.python", recorder)] + pythons:
@@ -116,7 +119,9 @@ def run_postinstall(cmds, shell, tmp, tmpl_for):
 
 def compare_with_sitegen(path, inst, stack_dir, report):
     written = tree_files(inst, skip_prefix="conda-env")
-    written = [w for w in written if not w.startswith("user-software")]
+    # What the layout's install makes besides sitegen's files: the image's venv, a host venv,
+    # the conda environment file it was created from.
+    written = [w for w in written if not w.startswith(("user-software", "venv/", "conda-environment.yml"))]
     expected = tree_files(stack_dir)
     expected = [e for e in expected if not e.endswith((".sif", ".sqsh"))]  # a test may place the image
     report(written == expected, f"{path}: postinstallcmds wrote {written}, sitegen emits {expected}")
@@ -145,7 +150,7 @@ def check_sanity(path, env, inst, tmpl, report):
             report(re.fullmatch(r'(?:(?:singularity|apptainer) exec "\$SIF" |ch-run "\$SIF" -- '
                                 r'|podman-hpc run --rm --network host --ipc host "\$SIF" |enroot start "\$SIF" '
                                 r'|uenv run --view=[\w.:,-]+ "\$SIF" -- )?'
-                                r'(?:python\d+\.\d+|/\S+) -c "import torch; v = torch\.__version__\.split\(\'\+\'\)\[0\]; '
+                                r'(?:python\d+\.\d+|/\S+|"%\(installdir\)s/venv/bin/python") -c "import torch; v = torch\.__version__\.split\(\'\+\'\)\[0\]; '
                                 r"assert v == '[^'+]+', v\"", cmd) is not None,
                    f"{path}: unexpected payload check {cmd!r}")
             continue
