@@ -30,7 +30,8 @@ using Member = std::variant<ExtendsPaths, std::string T::*, int T::*, bool T::*,
                             CollectiveLib T::*, ContainerRuntime T::*, PythonLayout T::*,
                             BindingStyle T::*, SiteInfo T::*, Hardware T::*, Binding T::*, Batch T::*,
                             Collectives T::*, Container T::*, Python T::*, std::vector<Bind> T::*,
-                            std::vector<Stack> T::*, VisibilityPolicy T::*, RankStarter T::*>;
+                            std::vector<Stack> T::*, VisibilityPolicy T::*, RankStarter T::*,
+                            std::vector<InstallStep> T::*>;
 
 // Which names a table of strings accepts as keys.
 enum class KeyNames { env_vars, free };
@@ -66,6 +67,7 @@ template <> const std::vector<Field<Container>>& fields_of();
 template <> const std::vector<Field<Bind>>& fields_of();
 template <> const std::vector<Field<Python>>& fields_of();
 template <> const std::vector<Field<Stack>>& fields_of();
+template <> const std::vector<Field<InstallStep>>& fields_of();
 
 // The sentence under the top level's reference heading (every other table's is its row's `section`).
 extern const char* const kTopLevelSection;

@@ -351,6 +351,7 @@ TEST_CASE("field rows are well formed: unique keys and members, bounds and choic
     check_rows_are_well_formed<Bind>("container.binds[]");
     check_rows_are_well_formed<Python>("python");
     check_rows_are_well_formed<Stack>("stacks[]");
+    check_rows_are_well_formed<InstallStep>("stacks[].install[]");
 }
 
 TEST_CASE("the Lua view has exactly the rows' keys plus its documented extras", "[fields]") {
