@@ -149,6 +149,13 @@ def check_sanity(path, env, inst, tmpl, report):
                                 r"assert v == '[^'+]+', v\"", cmd) is not None,
                    f"{path}: unexpected payload check {cmd!r}")
             continue
+        # An install step's check (Cirrus' horovodrun --check-build) runs what pip installed:
+        # checked for its form here, run by tests/suites/install_settings.sh and easybuild_real.sh.
+        if cmd.startswith("out=$("):
+            report(re.fullmatch(r"out=\$\(.+ 2>&1\) && printf '%s\\n' \"\$out\""
+                                r"( && grep -qF -- ('[^']*'|[^' ]+) <<<\"\$out\")*", cmd) is not None,
+                   f"{path}: unexpected install step check {cmd!r}")
+            continue
         r = subprocess.run(["bash", "-c", resolve_template(cmd, tmpl)], capture_output=True, text=True)
         report(r.returncode == 0, f"{path}: sanity_check_command failed: {cmd!r}: {r.stderr.strip()}")
 
