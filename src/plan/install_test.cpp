@@ -6,6 +6,7 @@
 #include "plan/install.h"
 #include "plan/stack_plan.h"
 #include "test_support.h"
+#include "text/quote.h"
 
 #include <string>
 #include <vector>
@@ -145,4 +146,43 @@ TEST_CASE("an install step's check passes only when its output holds every expec
     };
     CHECK(outcome("    [X] NCCL") == 0);
     CHECK(outcome("    [ ] NCCL") != 0);
+}
+
+TEST_CASE("hostile install settings reach pip as exactly their bytes and run nothing (bash)", "[install]") {
+    sitegen::test::require_tool("bash");
+    sitegen::test::TempDir dir("install-hostile");
+    const std::string marker = dir.file("MARKER");
+    const std::vector<std::string> hostile = {"$(touch " + marker + ")", "`touch " + marker + "`", "a'b\"c\\d",
+                                              "; touch " + marker + " #", "x\ty  z", "%(installdir)s %s", "${HOME:-x}"};
+    Stack stack;
+    stack.python.layout = PythonLayout::userbase_venv;
+    stack.components = {{"pkg", "1"}};
+    InstallStep step;
+    step.packages = {"pkg"};
+    for (size_t i = 0; i < hostile.size(); ++i) {
+        step.build_env.push_back({"V" + std::to_string(i), hostile[i]});
+        step.pip_flags.push_back("--opt=" + hostile[i]);
+    }
+    step.check = {"show", hostile[0], hostile[3]};
+    step.check_expect = {hostile[2], hostile[4]};
+    stack.install = {step};
+    // `py` prints its arguments and the V* variables, one per line (NUL-free values).
+    std::string script = "py() { printf '%s\\n' \"$@\"; for v in V0 V1 V2 V3 V4 V5 V6; do printf '%s\\n' \"${!v}\"; done; }\n"
+                         "show() { printf '%s\\n' \"$@\" " + bash_word(hostile[2]) + " " + bash_word(hostile[4]) + "; }\n";
+    const auto pip = pip_commands(Site{}, stack, {bash_text("py")}, "");
+    REQUIRE(pip.size() == 1);
+    script += flat(pip[0]) + " > " + bash_word(dir.file("pip.out")) + "\n";
+    const auto checks = install_step_checks(stack);
+    REQUIRE(checks.size() == 1);
+    script += "{ " + flat(checks[0]) + "; } > " + bash_word(dir.file("check.out")) + "\n";
+    REQUIRE(sitegen::test::run("bash -e " + dir.write("run.sh", script)) == 0);
+    CHECK_FALSE(std::filesystem::exists(marker));
+    std::string expected = "-m\npip\ninstall\n--no-cache-dir\n";
+    for (const auto& h : hostile) expected += "--opt=" + h + "\n";
+    expected += "pkg==1\n";
+    // ${NAME} in a build_env value expands (documented): ${HOME:-x} is not a ${NAME}, so it is literal.
+    for (const auto& h : hostile) expected += h + "\n";
+    CHECK(sitegen::test::read_file(dir.file("pip.out")) == expected);
+    CHECK(sitegen::test::read_file(dir.file("check.out")) ==
+          hostile[0] + "\n" + hostile[3] + "\n" + hostile[2] + "\n" + hostile[4] + "\n");
 }
