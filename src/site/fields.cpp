@@ -321,7 +321,8 @@ const std::vector<Field<InstallStep>>& fields_of() {
                     "`--no-build-isolation` (the index, `--user` and the target are the layout's)."},
         {.key = "build_env", .member = &InstallStep::build_env,
          .meaning = "Variables set for this pip command only (`MPICC`, `HOROVOD_*`); `${NAME}` in a value is "
-                    "expanded at install time (e.g. `${NVHPC_ROOT}/cuda/12.4`), every other character is literal.",
+                    "expanded at install time (e.g. `${NVHPC_ROOT}/cuda/12.4`); any other `$` is refused, every other character "
+                    "is literal.",
          .section = "Build environment of one pip command (name = value; `${NAME}` expands)."},
         {.key = "build_modules", .member = &InstallStep::build_modules,
          .meaning = "Modules the build needs but users do not (e.g. `cmake/3.25.2`): EasyBuild "
