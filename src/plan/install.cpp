@@ -20,12 +20,6 @@ std::string parent_dir(const std::string& path) {
     return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
 }
 
-std::vector<std::string> base_modules(const Site& site, const Stack& stack) {
-    std::vector<std::string> all = site.site.base_modules;
-    all.insert(all.end(), stack.base_modules.begin(), stack.base_modules.end());
-    return all;
-}
-
 // One `pip install` of some components: environment, options and requirements.
 struct PipInstall {
     std::string env;      // NAME=value words before the command
@@ -33,55 +27,36 @@ struct PipInstall {
     std::vector<std::string> requirements;
 };
 
-// The version of a base module NAME/VERSION, "" when the stack has none.
-std::string base_module_version(const Site& site, const Stack& stack, const std::string& name) {
-    for (const auto& m : base_modules(site, stack))
-        if (m.rfind(name + "/", 0) == 0) return m.substr(name.size() + 1);
-    return "";
-}
-
-// The components in install order, grouped the way the seeds install them: PyTorch's own
-// wheels first (on AMD from PyTorch's ROCm index for the stack's rocm module, as OLCF's
-// `--index-url https://download.pytorch.org/whl/rocm6.0`; PyPI's default wheels are CUDA
-// builds), then the rest from PyPI, then mpi4py built from source against Cray MPICH
-// with the PE's compiler wrapper when the stack sits on a Cray PE (PrgEnv-*), as OLCF's
-// `MPICC="cc -shared" pip install --no-binary=mpi4py`.
-std::vector<PipInstall> pip_installs(const Site& site, const Stack& stack) {
-    const std::string rocm = base_module_version(site, stack, "rocm");
-    const bool torch_index = site.hardware.gpu_vendor == GpuVendor::amd && !rocm.empty();
-    bool cray_pe = false;
-    for (const auto& m : base_modules(site, stack)) cray_pe = cray_pe || m.rfind("PrgEnv-", 0) == 0;
-    PipInstall torch{"", torch_index ? " --index-url " + bash_word("https://download.pytorch.org/whl/rocm" +
-                                                                   python_major_minor(rocm)) : "", {}};
-    PipInstall plain, mpi4py{"MPICC=" + bash_word("cc -shared") + " ", " --no-binary=mpi4py", {}};
-    for (const auto& [name, version] : stack.components) {
-        const std::string req = bash_word(version.empty() ? name : name + "==" + version);
-        if (torch_index && (name == "torch" || name == "torchvision" || name == "torchaudio"))
-            torch.requirements.push_back(req);
-        else if (cray_pe && name == "mpi4py")
-            mpi4py.requirements.push_back(req);
-        else
-            plain.requirements.push_back(req);
-    }
+// The components in install order, as the site says in [[stacks.install]]: each step one pip
+// command (its packages in the components' order, from its index, with its flags and build
+// environment), then the components no step names, from PyPI (after the steps, so that a
+// package needing torch finds the step's torch installed and pip does not fetch PyPI's). The
+// seeds' settings live in their site files: OLCF's `--index-url
+// https://download.pytorch.org/whl/rocm6.0` and `MPICC="cc -shared" pip install
+// --no-binary=mpi4py` (sites/frontier), Cirrus' Horovod from its C++17 fork (sites/cirrus).
+std::vector<PipInstall> pip_installs(const Stack& stack) {
+    auto requirement = [](const std::string& name, const std::string& version) {
+        return bash_word(version.empty() ? name : name + "==" + version);
+    };
     std::vector<PipInstall> out;
-    for (auto* group : {&torch, &plain, &mpi4py})
-        if (!group->requirements.empty()) out.push_back(std::move(*group));
-    return out;
-}
-
-// `pip install` commands: `before` + `python` + " -m pip install" + options.
-std::vector<ShellCommand> pip_commands(const Site& site, const Stack& stack, const ShellCommand& python,
-                                       const std::string& user_option) {
-    std::vector<ShellCommand> cmds;
-    for (const auto& pip : pip_installs(site, stack)) {
-        std::string reqs;
-        for (const auto& r : pip.requirements) reqs += " " + r;
-        ShellCommand cmd = {bash_text(pip.env)};
-        cmd.insert(cmd.end(), python.begin(), python.end());
-        cmd.push_back(bash_text(" -m pip install" + user_option + " --no-cache-dir" + pip.options + reqs));
-        cmds.push_back(std::move(cmd));
+    std::vector<std::string> named;
+    for (const InstallStep& step : stack.install) {
+        PipInstall pip;
+        for (const auto& [name, value] : step.build_env) pip.env += name + "=" + bash_word_expanding_braced_vars(value) + " ";
+        if (!step.index_url.empty()) pip.options += " --index-url " + bash_word(step.index_url);
+        if (!step.extra_index_url.empty()) pip.options += " --extra-index-url " + bash_word(step.extra_index_url);
+        for (const auto& flag : step.pip_flags) pip.options += " " + bash_word(flag);
+        for (const auto& [name, version] : stack.components)
+            if (std::find(step.packages.begin(), step.packages.end(), name) != step.packages.end())
+                pip.requirements.push_back(step.source.empty() ? requirement(name, version) : bash_word(step.source));
+        named.insert(named.end(), step.packages.begin(), step.packages.end());
+        if (!pip.requirements.empty()) out.push_back(std::move(pip));
     }
-    return cmds;
+    PipInstall rest;
+    for (const auto& [name, version] : stack.components)
+        if (std::find(named.begin(), named.end(), name) == named.end()) rest.requirements.push_back(requirement(name, version));
+    if (!rest.requirements.empty()) out.push_back(std::move(rest));
+    return out;
 }
 
 // A command run inside the stack's image with <installdir>/user-software mounted at
@@ -234,6 +209,53 @@ std::optional<ShellCommand> venv_check(const Site& site, const Stack& stack) {
 
 }  // namespace
 
+std::vector<ShellCommand> pip_commands([[maybe_unused]] const Site& site, const Stack& stack, const ShellCommand& python,
+                                       const std::string& user_option) {
+    std::vector<ShellCommand> cmds;
+    for (const auto& pip : pip_installs(stack)) {
+        std::string reqs;
+        for (const auto& r : pip.requirements) reqs += " " + r;
+        ShellCommand cmd = {bash_text(pip.env)};
+        cmd.insert(cmd.end(), python.begin(), python.end());
+        cmd.push_back(bash_text(" -m pip install" + user_option + " --no-cache-dir" + pip.options + reqs));
+        cmds.push_back(std::move(cmd));
+    }
+    return cmds;
+}
+
+bool installs_with_pip(const Stack& stack) {
+    switch (stack.python.layout) {
+        case PythonLayout::userbase_venv:
+        case PythonLayout::module_venv:
+            return true;
+        case PythonLayout::conda_env:
+            // Not over the site's own environment, nor over an environment file's packages.
+            return stack.python.conda_env.empty() && stack.python.environment_file.empty();
+        case PythonLayout::container_venv:
+        case PythonLayout::container_system:
+        case PythonLayout::container_system_venv:
+        case PythonLayout::frameworks_module:
+        case PythonLayout::system:
+            return false;
+    }
+    return false;
+}
+
+// The output is kept in a variable so that each expected text is searched in all of it, and
+// printed, so that a failing check shows what the command said.
+std::vector<ShellCommand> install_step_checks(const Stack& stack) {
+    std::vector<ShellCommand> out;
+    for (const InstallStep& step : stack.install) {
+        if (step.check.empty()) continue;
+        std::string words;
+        for (const auto& w : step.check) words += (words.empty() ? "" : " ") + bash_word(w);
+        std::string cmd = "out=$(" + words + " 2>&1) && printf '%s\\n' \"$out\"";
+        for (const auto& text : step.check_expect) cmd += " && grep -qF -- " + bash_word(text) + " <<<\"$out\"";
+        out.push_back(shell({bash_text(cmd)}));
+    }
+    return out;
+}
+
 InstallPlan plan_install(const Site& site, const Stack& stack, const std::vector<PlannedFile>& files) {
     InstallPlan plan;
     // Named images live in the runtime's own store (podman-hpc migrate, uenv image pull): nothing to copy.
@@ -257,6 +279,13 @@ InstallPlan plan_install(const Site& site, const Stack& stack, const std::vector
                 : shell({bash_text("bash -n "), install_path(f.rel)}));
     if (auto check = payload_check(site, stack)) plan.sanity_commands.push_back(std::move(*check));
     if (auto check = venv_check(site, stack)) plan.sanity_commands.push_back(std::move(*check));
+    if (installs_with_pip(stack)) {
+        for (auto& check : install_step_checks(stack)) plan.sanity_commands.push_back(std::move(check));
+        for (const InstallStep& step : stack.install)
+            for (const auto& m : step.build_modules)
+                if (std::find(plan.build_modules.begin(), plan.build_modules.end(), m) == plan.build_modules.end())
+                    plan.build_modules.push_back(m);
+    }
     return plan;
 }
 

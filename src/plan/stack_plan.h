@@ -146,6 +146,7 @@ struct InstallPlan {
     std::vector<ShellCommand> steps;  // in order, before the files are written
     std::vector<std::string> sanity_dirs;
     std::vector<ShellCommand> sanity_commands;  // besides: every planned file exists
+    std::vector<std::string> build_modules;     // modules the install steps need, not the users
 };
 
 // ---- the plan ---------------------------------------------------------------------------------

@@ -447,6 +447,14 @@ std::string easyconfig(const Site& site, const StackPlan& plan) {
         w.blank();
         w.assign_list("dependencies", deps);
     }
+    // Modules only the install steps need (cmake for a source build): EasyBuild has no
+    // per-command modules, and loads builddependencies for the whole build, not for users.
+    std::vector<std::string> build_deps;
+    for (const auto& m : install.build_modules) build_deps.push_back("(" + easybuild_string(m) + ", EXTERNAL_MODULE)");
+    if (!build_deps.empty()) {
+        if (deps.empty()) w.blank();
+        w.assign_list("builddependencies", build_deps);
+    }
     w.blank();
     if (copy_image) {
         // As LUMI's recipes: the image is the source, copied (not unpacked) into the install dir.

@@ -7,6 +7,7 @@
 
 #include "node/topology.h"
 #include "plan/env_profile.h"
+#include "plan/install.h"
 #include "plan/module.h"
 #include "plan/runscripts.h"
 #include "plan/traits.h"
@@ -77,6 +78,7 @@ struct Checker {
 
     void run(const std::string& expected_name);
     void check_stack(size_t i);
+    void check_install_steps(size_t i);
 };
 
 const std::regex kModuleName(R"(^[A-Za-z0-9][A-Za-z0-9_.+-]*$)");
@@ -154,6 +156,7 @@ void Checker::run(const std::string& expected_name) {
     std::map<std::string, size_t> default_of;
     for (size_t i = 0; i < site.stacks.size(); ++i) {
         check_stack(i);
+        check_install_steps(i);
         const auto& s = site.stacks[i];
         const std::string p = "stacks." + std::to_string(i);
         if (!seen.insert(s.module_full_name()).second)
@@ -324,6 +327,83 @@ void Checker::check_python(size_t i) {
                     "python layout 'container-system-venv' keeps its venv in /user-software, but " +
                         to_string(site.container.runtime) + " binds nothing into its images",
                     "use layout 'container-system' (the image's python3)");
+}
+
+// [[stacks.install]]: each step names components of its stack, once; URLs are https; the
+// build environment expands only ${NAME}; nothing a step sets may pass for another pip option.
+void Checker::check_install_steps(size_t i) {
+    const Stack& s = site.stacks[i];
+    const std::string p = "stacks." + std::to_string(i) + ".install";
+    if (!s.install.empty() && !installs_with_pip(s))
+        diags.error(site.where(p), "stack '" + s.name + "' has [[stacks.install]] steps, but its python layout '" +
+                                       to_string(s.python.layout) + "' does not install components with pip",
+                    "install steps apply to the layouts 'userbase-venv' and 'conda-env' (without conda_env)");
+    std::vector<std::string> components;
+    for (const auto& [name, version] : s.components) components.push_back(name);
+    std::map<std::string, size_t> step_of;
+    static const std::regex kHttps(R"(^https://[A-Za-z0-9.-]+(:[0-9]+)?(/[!-~]*)?$)");
+    static const std::regex kSource(R"(^(git\+)?https://[A-Za-z0-9.-]+(:[0-9]+)?/[!-~]*$)");
+    static const std::regex kFlag(R"(^-[!-~]*$)");
+    static const std::regex kStrayDollar(R"(\$(?!\{[A-Za-z_][A-Za-z0-9_]*\}))");
+    for (size_t j = 0; j < s.install.size(); ++j) {
+        const InstallStep& step = s.install[j];
+        const std::string q = p + "." + std::to_string(j);
+        for (size_t k = 0; k < step.packages.size(); ++k) {
+            const std::string& name = step.packages[k];
+            const std::string at = q + ".packages." + std::to_string(k);
+            if (std::find(components.begin(), components.end(), name) == components.end())
+                diags.error(site.where(at), "'" + name + "' is not a component of stack '" + s.name + "'",
+                            did_you_mean(name, components));
+            else if (auto [it, fresh] = step_of.emplace(name, j); !fresh)
+                diags.error(site.where(at), "'" + name + "' is already installed by install step #" +
+                                                std::to_string(it->second + 1) + " of stack '" + s.name + "'");
+        }
+        if (present(q + ".packages") && step.packages.empty())
+            diags.error(site.where(q + ".packages"), "'packages' is empty: an install step installs at least one component");
+        for (const char* key : {"index_url", "extra_index_url"}) {
+            const std::string& url = std::string(key) == "index_url" ? step.index_url : step.extra_index_url;
+            if (!url.empty() && !std::regex_match(url, kHttps))
+                diags.error(site.where(q + "." + key), "'" + std::string(key) + "' must be an https URL without spaces, found '" + url + "'");
+        }
+        if (!step.source.empty()) {
+            if (!std::regex_match(step.source, kSource))
+                diags.error(site.where(q + ".source"),
+                            "'source' must be an https:// or git+https:// URL without spaces, found '" + step.source + "'",
+                            "e.g. git+https://github.com/thomas-bouvier/horovod.git@compile-cpp17");
+            if (step.packages.size() != 1)
+                diags.error(site.where(q + ".source"), "'source' replaces one component's name==version, but this step "
+                                                       "installs " + std::to_string(step.packages.size()) + " packages");
+        }
+        for (size_t k = 0; k < step.pip_flags.size(); ++k) {
+            const std::string& flag = step.pip_flags[k];
+            const std::string at = q + ".pip_flags." + std::to_string(k);
+            if (!std::regex_match(flag, kFlag))
+                diags.error(site.where(at), "pip flag '" + flag + "' must be one option word starting with '-'");
+            const std::string option = flag.substr(0, flag.find('='));
+            for (const char* owned : {"--index-url", "-i", "--extra-index-url", "--user", "--prefix", "--target", "-t",
+                                      "--root", "--no-cache-dir"})
+                if (option == owned)
+                    diags.error(site.where(at), "pip flag '" + flag + "' is set by sitegen itself",
+                                "use index_url / extra_index_url for indexes; --user and the target follow the layout");
+        }
+        for (const auto& [name, value] : step.build_env) {
+            const std::string at = q + ".build_env." + name;
+            single_line(at, value);
+            std::smatch m;
+            if (std::regex_search(value, m, kStrayDollar))
+                diags.error(site.where(at), "'$' in '" + at + "' must start a ${NAME} reference (only those expand)",
+                            "write ${NAME} with braces");
+        }
+        for (size_t k = 0; k < step.build_modules.size(); ++k)
+            single_line(q + ".build_modules." + std::to_string(k), step.build_modules[k]);
+        if (present(q + ".check") && step.check.empty())
+            diags.error(site.where(q + ".check"), "'check' is empty: give the command's words, e.g. [\"horovodrun\", \"--check-build\"]");
+        if (!step.check_expect.empty() && step.check.empty())
+            diags.error(site.where(q + ".check_expect"), "'check_expect' is set but the step has no 'check' command");
+        for (size_t k = 0; k < step.check.size(); ++k) single_line(q + ".check." + std::to_string(k), step.check[k]);
+        for (size_t k = 0; k < step.check_expect.size(); ++k)
+            single_line(q + ".check_expect." + std::to_string(k), step.check_expect[k]);
+    }
 }
 
 // Where a stack's python layout was set: its own override, else the site's [python].

@@ -351,6 +351,52 @@ const std::vector<Field<Stack>>& fields_of() {
          .section = "Components (name = version)."},
         {.key = "env", .member = &Stack::env, .meaning = "Extra variables the module sets.",
          .section = "Extra module variables (name = value)."},
+        {.key = "install", .member = &Stack::install,
+         .meaning = "How components are installed, one `pip install` each, in order (layouts that run pip: "
+                    "`userbase-venv`, `conda-env` without `conda_env`): `[[stacks.install]]` with `packages` and "
+                    "their index, pip flags, build environment, build modules, source and check. Components no "
+                    "step names are installed from PyPI in one more pip command after the steps.",
+         .section = "One `pip install` of some of the stack's components, with its own settings, e.g. "
+                    "Frontier's `packages = [\"mpi4py\"]`, `pip_flags = [\"--no-binary=mpi4py\"]`, "
+                    "`build_env = { MPICC = \"cc -shared\" }` (OLCF: "
+                    "https://docs.olcf.ornl.gov/software/python/pytorch_frontier.html)."},
+    };
+    return rows;
+}
+
+template <>
+const std::vector<Field<InstallStep>>& fields_of() {
+    static const std::vector<Field<InstallStep>> rows = {
+        {.key = "packages", .member = &InstallStep::packages, .requirement = "required",
+         .meaning = "Components of the stack installed by this one pip command (as `name==version`, in the "
+                    "components' order); each component in at most one step."},
+        {.key = "index_url", .member = &InstallStep::index_url,
+         .meaning = "Wheel index instead of PyPI (`--index-url`), an https URL, e.g. "
+                    "`https://download.pytorch.org/whl/rocm6.0` for PyTorch's ROCm wheels."},
+        {.key = "extra_index_url", .member = &InstallStep::extra_index_url,
+         .meaning = "Wheel index besides PyPI (`--extra-index-url`), an https URL, e.g. "
+                    "`https://download.pytorch.org/whl/cu121` for PyTorch's CUDA 12.1 wheels."},
+        {.key = "pip_flags", .member = &InstallStep::pip_flags,
+         .meaning = "Further pip options, each one word starting with `-`, e.g. `--no-binary=mpi4py`, "
+                    "`--no-build-isolation` (the index, `--user` and the target are the layout's)."},
+        {.key = "build_env", .member = &InstallStep::build_env,
+         .meaning = "Variables set for this pip command only (`MPICC`, `HOROVOD_*`); `${NAME}` in a value is "
+                    "expanded at install time (e.g. `${NVHPC_ROOT}/cuda/12.4`); any other `$` is refused, every other character "
+                    "is literal.",
+         .section = "Build environment of one pip command (name = value; `${NAME}` expands)."},
+        {.key = "build_modules", .member = &InstallStep::build_modules,
+         .meaning = "Modules the build needs but users do not (e.g. `cmake/3.25.2`): EasyBuild "
+                    "`builddependencies`, loaded while it builds the stack, not by the stack's module."},
+        {.key = "source", .member = &InstallStep::source,
+         .meaning = "What pip installs instead of `name==version` when `packages` names one component: an "
+                    "https or `git+https://` URL, e.g. a fork `git+https://github.com/o/horovod.git@tag`."},
+        {.key = "check", .member = &InstallStep::check,
+         .meaning = "A command (its words) run after the install with the stack's module loaded "
+                    "(EasyBuild `sanity_check_commands`), e.g. `[\"horovodrun\", \"--check-build\"]`; it must "
+                    "exit 0."},
+        {.key = "check_expect", .member = &InstallStep::check_expect,
+         .meaning = "Text the check's output (stdout and stderr) must contain, each entry somewhere, e.g. "
+                    "`\"[X] NCCL\"`."},
     };
     return rows;
 }

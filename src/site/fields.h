@@ -32,7 +32,7 @@ using Member = std::variant<ExtendsPaths, std::string T::*, int T::*, bool T::*,
                             Collectives T::*, Container T::*, Python T::*, std::vector<Bind> T::*,
                             std::vector<Stack> T::*, VisibilityPolicy T::*, RankStarter T::*,
                             ModuleSystem T::*, ProfileWhen T::*, std::vector<ProfileVar> T::*,
-                            std::vector<Profile> T::*>;
+                            std::vector<Profile> T::*, std::vector<InstallStep> T::*>;
 
 // Which names a table of strings accepts as keys.
 enum class KeyNames { env_vars, free };
@@ -71,6 +71,7 @@ template <> const std::vector<Field<Stack>>& fields_of();
 template <> const std::vector<Field<Profile>>& fields_of();
 template <> const std::vector<Field<ProfileVar>>& fields_of();
 template <> const std::vector<Field<ProfileWhen>>& fields_of();
+template <> const std::vector<Field<InstallStep>>& fields_of();
 
 // The sentence under the top level's reference heading (every other table's is its row's `section`).
 extern const char* const kTopLevelSection;

@@ -360,6 +360,7 @@ TEST_CASE("field rows are well formed: unique keys and members, bounds and choic
     check_rows_are_well_formed<Profile>("profiles[]");
     check_rows_are_well_formed<ProfileVar>("profiles[].vars[]");
     check_rows_are_well_formed<ProfileWhen>("profiles[].vars[].when");
+    check_rows_are_well_formed<InstallStep>("stacks[].install[]");
 }
 
 TEST_CASE("the Lua view has exactly the rows' keys plus its documented extras", "[fields]") {

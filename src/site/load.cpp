@@ -199,6 +199,32 @@ void read_array(TomlReader& r, const Field<T>& row, const T&, std::vector<Profil
     read_entries(r, row, vars, true);
 }
 
+// [[stacks.install]]: the steps as written, numbered in order; `packages` is required.
+template <typename T>
+void read_array(TomlReader& r, const Field<T>& row, const T&, std::vector<InstallStep>& steps) {
+    const toml::array* items = r.array(row.key);
+    if (!items) return;
+    std::vector<InstallStep> out;
+    size_t i = 0;
+    for (const auto& item : *items) {
+        const std::string path = r.child(row.key) + "." + std::to_string(i++);
+        r.regions()[path] = region_of(item.source());
+        if (!item.is_table()) {
+            r.diags().error(region_of(item.source()), "'" + path + "' must be a table ([[stacks.install]] with "
+                                                          "packages = [...]), found " + toml_type_name(item));
+            continue;
+        }
+        TomlReader entry(*item.as_table(), child_path(r.schema_path(), row.key) + "[]", path, r.regions(), r.diags());
+        if (!entry.has("packages"))
+            r.diags().error(region_of(item.source()), "'" + path + "' is missing required key 'packages'");
+        InstallStep step;
+        read_rows(entry, step);
+        entry.report_unknown_keys();
+        out.push_back(std::move(step));
+    }
+    steps = std::move(out);
+}
+
 template <typename T>
 void read_rows(TomlReader& r, T& object) {
     for (const Field<T>& row : fields_of<T>())

@@ -180,6 +180,21 @@ struct Python {
     std::string environment;   // the environment file's bytes (read by load, not a key)
 };
 
+// One `pip install` of some of a stack's components, as the site installs them: from which
+// wheel index, with which flags, build environment and build-time modules, and what checks
+// the result ([[stacks.install]]; plan/install.cpp).
+struct InstallStep {
+    std::vector<std::string> packages;       // component names, installed together
+    std::string index_url;                   // --index-url (instead of PyPI)
+    std::string extra_index_url;             // --extra-index-url (besides PyPI)
+    std::vector<std::string> pip_flags;      // e.g. --no-binary=mpi4py
+    EnvList build_env;                       // NAME=value before pip; ${NAME} expands at install time
+    std::vector<std::string> build_modules;  // modules the build needs (cmake), not the users
+    std::string source;                      // the requirement instead of name==version (one package)
+    std::vector<std::string> check;          // command words run after the install (sanity check)
+    std::vector<std::string> check_expect;   // text the check's output must contain, each
+};
+
 struct Stack {
     std::string name;           // module name, e.g. PyTorch
     std::string version;        // e.g. 2.3.1
@@ -199,6 +214,7 @@ struct Stack {
     EnvList components;         // package -> version, e.g. torch=2.3.1
     EnvList env;                // extra variables the module sets
     bool venv_extension = false;  // ship extend-venv-activate
+    std::vector<InstallStep> install;  // pip installs with their own settings, in order
 
     std::string module_version() const { return version + versionsuffix; }
     std::string module_full_name() const { return name + "/" + module_version(); }

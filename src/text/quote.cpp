@@ -137,6 +137,23 @@ std::string bash_double_quoted(std::string_view s) {
     return out;
 }
 
+std::string bash_word_expanding_braced_vars(std::string_view s) {
+    std::string out;
+    bool expands = false;
+    size_t literal = 0;  // start of the literal text not yet written
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] != '$' || i + 1 >= s.size() || s[i + 1] != '{') continue;
+        const size_t close = s.find('}', i + 2);
+        if (close == std::string_view::npos || !is_valid_var_name(s.substr(i + 2, close - i - 2))) continue;
+        out += bash_double_quoted(s.substr(literal, i - literal)) + std::string(s.substr(i, close + 1 - i));
+        expands = true;
+        literal = close + 1;
+        i = close;
+    }
+    if (!expands) return bash_word(s);
+    return "\"" + out + bash_double_quoted(s.substr(literal)) + "\"";
+}
+
 std::string python_string(std::string_view s, bool easybuild_template) {
     if (!is_valid_utf8(s, true))
         throw std::invalid_argument("a Python string literal needs valid UTF-8 text");

@@ -22,6 +22,12 @@ std::string bash_word(std::string_view s);
 // "${VAR-...}", where bash also parses ' and } (use bash_word there). Throws on NUL.
 std::string bash_double_quoted(std::string_view s);
 
+// One bash word whose value is `s` with each `${NAME}` (braces, a valid variable name)
+// expanded at run time and every other character literal: bash_word(s) when `s` holds no
+// such reference, else "..." with the literal text as bash_double_quoted writes it. A `$`
+// that starts no reference stays literal. Throws on NUL.
+std::string bash_word_expanding_braced_vars(std::string_view s);
+
 // A Python string literal whose value is exactly `s` ('...' with \\, \', \n, \r, \t and
 // \xNN for other control bytes; readable UTF-8 text is kept, C1 controls, U+2028/9,
 // zero-width and bidi controls become \uNNNN). `s` must be valid UTF-8 (NUL is fine);

@@ -149,6 +149,34 @@ TEST_CASE("bash reads every bash_word and bash_double_quoted back and runs nothi
     }
 }
 
+TEST_CASE("bash_word_expanding_braced_vars expands ${NAME} only, the rest is literal", "[quote]") {
+    CHECK(bash_word_expanding_braced_vars("cc -shared") == "'cc -shared'");
+    CHECK(bash_word_expanding_braced_vars("${NVHPC_ROOT}/cuda/12.4") == "\"${NVHPC_ROOT}/cuda/12.4\"");
+    CHECK(bash_word_expanding_braced_vars("a${X}b$Y`c`${1}${") == "\"a${X}b\\$Y\\`c\\`\\${1}\\${\"");
+    require_tool("bash");
+    TempDir dir("quote");
+    const auto corpus = byte_corpus(dir.file("MARKER"));
+    std::string script = "cd " + bash_word(dir.str()) + "\nexport SG_A='x y' SG_B='$(touch " +
+                         bash_word(dir.file("MARKER")) + ")'\n";
+    for (size_t i = 0; i < corpus.size(); ++i) {
+        const std::string n = std::to_string(i);
+        script += "v=" + bash_word_expanding_braced_vars(corpus[i]) + "; printf %s \"$v\" > plain." + n + "\n";
+        script += "v=" + bash_word_expanding_braced_vars("${SG_A}" + corpus[i] + "${SG_B}") +
+                  "; printf %s \"$v\" > refs." + n + "\n";
+    }
+    write_file(dir.file("roundtrip.sh"), script);
+    REQUIRE(run("bash " + dir.file("roundtrip.sh")) == 0);
+    CHECK_FALSE(std::filesystem::exists(dir.file("MARKER")));
+    for (size_t i = 0; i < corpus.size(); ++i) {
+        INFO("corpus entry " << i);
+        // A corpus entry may itself hold a ${NAME}: it expands (to "" when unset), as documented.
+        if (corpus[i].find("${") != std::string::npos) continue;
+        CHECK(read_file(dir.file("plain." + std::to_string(i))) == corpus[i]);
+        CHECK(read_file(dir.file("refs." + std::to_string(i))) == "x y" + corpus[i] + "$(touch " +
+                                                                     bash_word(dir.file("MARKER")) + ")");
+    }
+}
+
 TEST_CASE("python3 parses every python_string back, EasyBuild templating included", "[quote]") {
     require_tool("python3");
     TempDir dir("quote");

@@ -54,8 +54,8 @@
 # has the real thing: `singularity`/`apptainer` on PATH (ch-run runs the command in the stand-in
 # image), the image itself as the source file (make-image: conda env with stand-in packages at
 # the site's component versions, and the network plugin library), the site's external modules
-# as stub modules (python/X.Y.Z-... puts a stand-in CPython X.Y on PATH, miniforge3/... the
-# stand-in conda), a stand-in CPython 3.11 as `python` after the modules on PATH (EasyBuild's
+# and its build modules (builddependencies) as stub modules (python/X.Y.Z-... puts a stand-in
+# CPython X.Y on PATH, miniforge3/... the stand-in conda, cmake/... the stand-in cmake), a stand-in CPython 3.11 as `python` after the modules on PATH (EasyBuild's
 # own interpreter, as when EasyBuild is installed in a venv), the stand-in pip behind every
 # stand-in interpreter. The local site's Python is the host's real /usr/bin/python3 with
 # Debian's torch; Aurora's conda environment (/opt/aurora/...) is a stand-in in a private mount
@@ -111,7 +111,8 @@ say_fail() {
   printf '    %s\n' "${msg//$'\n'/$'\n'    }"
 }
 
-# ec_facts EC: shell assignments name, version, versionsuffix, ext_deps (array), sources
+# ec_facts EC: shell assignments name, version, versionsuffix, ext_deps (array: the
+# EXTERNAL_MODULE dependencies and builddependencies), sources
 # (array of file names), uses_pip (1 if a postinstallcmd runs pip), read the way EasyBuild
 # reads the file.
 ec_facts() {
@@ -121,7 +122,7 @@ env = {"SYSTEM": {"name": "system", "version": "system"}, "EXTERNAL_MODULE": "EX
 exec(open(sys.argv[1]).read(), env)
 q = shlex.quote
 print(f"name={q(env['name'])} version={q(env['version'])} versionsuffix={q(env.get('versionsuffix', ''))}")
-deps = [d[0] for d in env.get("dependencies", []) if len(d) > 1 and d[1] == "EXTERNAL_MODULE"]
+deps = [d[0] for d in env.get("dependencies", []) + env.get("builddependencies", []) if len(d) > 1 and d[1] == "EXTERNAL_MODULE"]
 print("ext_deps=(" + " ".join(q(d) for d in deps) + ")")
 srcs = [s["filename"] if isinstance(s, dict) else s for s in env.get("sources", [])]
 print("sources=(" + " ".join(q(s) for s in srcs) + ")")
@@ -165,7 +166,7 @@ scratch_opts() {
 
 # make_stubs DIR DEPS...: a stub module for each of the site's own modules the stack depends
 # on. python/X.Y[.Z]... puts a stand-in CPython X.Y on PATH, miniforge3/... and conda/... the
-# stand-in conda; the others set nothing. STUB_NO_PYTHON=1: the python module puts nothing on
+# stand-in conda, cmake/... the stand-in cmake; the others set nothing. STUB_NO_PYTHON=1: the python module puts nothing on
 # PATH (a module without the interpreter).
 make_stubs() {
   local dir=$1 dep
@@ -197,6 +198,10 @@ make_stub_lua() {
         /usr/bin/python3 -S "$standins/standin_pip.py" --interpreter "$env_dir/ext/$dep/bin/python$python_xy" \
           --prefix "$env_dir/ext/$dep" --python "$python_xy" install "${components[@]}" >/dev/null
       fi
+      echo "prepend_path(\"PATH\", \"$env_dir/ext/$dep/bin\")"
+    elif [[ $dep == cmake/* ]]; then
+      mkdir -p "$env_dir/ext/$dep/bin"
+      ln -sfn "$standins/cmake" "$env_dir/ext/$dep/bin/cmake"
       echo "prepend_path(\"PATH\", \"$env_dir/ext/$dep/bin\")"
     elif [[ $dep == miniforge3/* || $dep == conda/* || $dep == anaconda3/* ]]; then
       mkdir -p "$env_dir/ext/$dep/bin"

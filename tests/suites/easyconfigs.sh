@@ -20,7 +20,11 @@ lumi_sif=lumi-pytorch-rocm-6.0.3-python-3.12-pytorch-v2.3.1-dockerhash-2c1c14caf
 #          %(installdir)s/<sif> bash -c '$WITH_CONDA; cd /user-software/venv; python -m venv
 #          --system-site-packages pytorch' ($WITH_CONDA = source /opt/miniconda3/bin/activate pytorch)
 #   cirrus pip install --user under PYTHONUSERBASE=<dir>/python/3.12.1 (the python/3.12.1-gpu
-#          module's Python), the seed's packages and versions
+#          module's Python), the seed's packages and versions: torch, torchaudio, torchmetrics,
+#          torchtext, torchvision with --extra-index-url https://download.pytorch.org/whl/cu121
+#          (one command here, one per package in the seed), the tensorboard packages, then
+#          pip install --user --no-cache-dir git+https://github.com/thomas-bouvier/horovod.git@compile-cpp17
+#          (its HOROVOD_* environment is compared in tests/suites/install_settings.sh)
 #   frontier conda create -p <env> python=3.10, then that env's pip: torch, torchvision,
 #          torchaudio from --index-url https://download.pytorch.org/whl/rocm6.0, then
 #          MPICC="cc -shared" pip install --no-cache-dir --no-binary=mpi4py mpi4py
@@ -31,7 +35,9 @@ expected_calls() {
 EOF
     ;;
     cirrus) cat <<'EOF'
-['python3.12', '-m', 'pip', 'install', '--user', '--no-cache-dir', 'horovod==0.28.1', 'tensorboard==2.17.0', 'tensorboard-plugin-wit==1.8.1', 'tensorboard-pytorch==0.7.1', 'tensorboard_plugin_profile==2.15.1', 'torch==2.3.1', 'torch-tb-profiler==0.4.3', 'torchaudio==2.3.1', 'torchmetrics==1.0.3', 'torchtext==0.18.0', 'torchvision==0.18.1', 'PYTHONUSERBASE=@INSTALLDIR@/python/3.12.1', 'MPICC=']
+['python3.12', '-m', 'pip', 'install', '--user', '--no-cache-dir', '--extra-index-url', 'https://download.pytorch.org/whl/cu121', 'torch==2.3.1', 'torchaudio==2.3.1', 'torchmetrics==1.0.3', 'torchtext==0.18.0', 'torchvision==0.18.1', 'PYTHONUSERBASE=@INSTALLDIR@/python/3.12.1', 'MPICC=']
+['python3.12', '-m', 'pip', 'install', '--user', '--no-cache-dir', 'tensorboard==2.17.0', 'tensorboard-plugin-wit==1.8.1', 'tensorboard-pytorch==0.7.1', 'tensorboard_plugin_profile==2.15.1', 'torch-tb-profiler==0.4.3', 'PYTHONUSERBASE=@INSTALLDIR@/python/3.12.1', 'MPICC=']
+['python3.12', '-m', 'pip', 'install', '--user', '--no-cache-dir', 'git+https://github.com/thomas-bouvier/horovod.git@compile-cpp17', 'PYTHONUSERBASE=@INSTALLDIR@/python/3.12.1', 'MPICC=']
 EOF
     ;;
     frontier) cat <<'EOF'

@@ -160,6 +160,12 @@ def check_sanity(path, env, inst, tmpl, report):
             report(re.fullmatch(r'(?:singularity|apptainer) exec "\$SIF" bash -c '
                                 r"'test \"\$\(command -v python\)\" = /\S+/bin/python'", cmd) is not None,
                    f"{path}: unexpected venv check {cmd!r}")
+        # An install step's check (Cirrus' horovodrun --check-build) runs what pip installed:
+        # checked for its form here, run by tests/suites/install_settings.sh and easybuild_real.sh.
+        if cmd.startswith("out=$("):
+            report(re.fullmatch(r"out=\$\(.+ 2>&1\) && printf '%s\\n' \"\$out\""
+                                r"( && grep -qF -- ('[^']*'|[^' ]+) <<<\"\$out\")*", cmd) is not None,
+                   f"{path}: unexpected install step check {cmd!r}")
             continue
         r = subprocess.run(["bash", "-c", resolve_template(cmd, tmpl)], capture_output=True, text=True)
         report(r.returncode == 0, f"{path}: sanity_check_command failed: {cmd!r}: {r.stderr.strip()}")

@@ -15,10 +15,20 @@ tensorboard). Accepted and recorded, without effect: --no-cache-dir, --index-url
 --extra-index-url, --upgrade, --no-deps. --no-binary=NAME: a source build, which (as for
 mpi4py) needs a compiler: $MPICC's first word, else mpicc, must be on PATH.
 
+A source URL (`git+https://HOST/OWNER/NAME.git@REF`, as Cirrus' Horovod fork) is a source
+build of NAME at version 0+REF, which needs `cmake` on PATH (Horovod's build runs cmake). A
+stand-in horovod records the build settings Horovod's setup reads from the environment
+(HOROVOD_WITH_PYTORCH/TENSORFLOW/MXNET, HOROVOD_WITH_MPI, HOROVOD_GPU_OPERATIONS,
+https://horovod.readthedocs.io/en/stable/install_include.html), and its stand-in
+`horovodrun --check-build` prints them in Horovod's layout.
+
 Refuses what it cannot stand in for: unpinned requirements, other subcommands, other options.
 Each call is appended to $SITEGEN_STANDIN_LOG (if set): "pip", the arguments, then
-PYTHONUSERBASE=... and MPICC=... . With SITEGEN_STANDIN_PIP_BROKEN=1 it reports success
-and installs nothing (the broken pip of a real incident), so sanity checks can be tested.
+PYTHONUSERBASE=... and MPICC=... ; and to $SITEGEN_STANDIN_PIP_RECORD (if set) as a block:
+"== pip", one "argv: WORD" line per argument, "env: NAME=VALUE" for each variable named in
+$STANDIN_ENV_NAMES (blank-separated) that is set, and "cmake: PATH" (or "cmake: none"). With
+SITEGEN_STANDIN_PIP_BROKEN=1 it reports success and installs nothing (the broken pip of a
+real incident), so sanity checks can be tested.
 """
 import os
 import re
@@ -27,6 +37,36 @@ import shutil
 import sys
 
 SCRIPTS = {"torch": ["torchrun"], "horovod": ["horovodrun"], "tensorboard": ["tensorboard"]}
+
+
+def horovod_build():
+    """What Horovod's build enables, from the variables its setup reads."""
+    env = os.environ.get
+    gpu_ops = env("HOROVOD_GPU_OPERATIONS", "") or env("HOROVOD_GPU_ALLREDUCE", "")
+    with_mpi = env("HOROVOD_WITH_MPI") == "1"
+    return {
+        "frameworks": {"TensorFlow": env("HOROVOD_WITH_TENSORFLOW") == "1",
+                       "PyTorch": env("HOROVOD_WITH_PYTORCH") == "1", "MXNet": env("HOROVOD_WITH_MXNET") == "1"},
+        "controllers": {"MPI": with_mpi, "Gloo": env("HOROVOD_WITHOUT_GLOO") != "1"},
+        "operations": {"NCCL": gpu_ops == "NCCL", "DDL": gpu_ops == "DDL", "CCL": env("HOROVOD_CPU_OPERATIONS") == "CCL",
+                       "MPI": with_mpi, "Gloo": env("HOROVOD_WITHOUT_GLOO") != "1"},
+    }
+
+
+# Stand-in horovodrun: --check-build in Horovod's layout, from the stand-in package's BUILD.
+HOROVODRUN = """import sys
+import horovod
+if sys.argv[1:] != ['--check-build']:
+    sys.exit('horovodrun (stand-in) supports only --check-build, got %r' % sys.argv[1:])
+b = horovod.BUILD
+print('Horovod v%s:' % horovod.__version__)
+for title, key in (('Available Frameworks', 'frameworks'), ('Available Controllers', 'controllers'),
+                   ('Available Tensor Operations', 'operations')):
+    print()
+    print(title + ':')
+    for name, on in b[key].items():
+        print('    [%s] %s' % ('X' if on else ' ', name))
+"""
 
 
 def fail(msg):
@@ -50,6 +90,14 @@ def main(argv):
             words = ["pip"] + argv + ["PYTHONUSERBASE=" + os.environ.get("PYTHONUSERBASE", ""),
                                       "MPICC=" + os.environ.get("MPICC", "")]
             f.write(" ".join(shlex.quote(w) for w in words) + "\n")
+    record = os.environ.get("SITEGEN_STANDIN_PIP_RECORD")
+    if record:
+        with open(record, "a") as f:
+            f.write("== pip\n" + "".join(f"argv: {a}\n" for a in argv))
+            for name in os.environ.get("STANDIN_ENV_NAMES", "").split():
+                if name in os.environ:
+                    f.write(f"env: {name}={os.environ[name]}\n")
+            f.write(f"cmake: {shutil.which('cmake') or 'none'}\n")
     if not argv or argv[0] != "install":
         fail(f"stand-in pip supports only 'install' (got {argv[:1]})")
     user = False
@@ -73,6 +121,12 @@ def main(argv):
         elif a.startswith("-"):
             fail(f"stand-in pip: unsupported option {a}")
         else:
+            src = re.fullmatch(r"git\+https://[^/\s]+/[^/\s]+/([A-Za-z0-9._-]+?)(\.git)?@([A-Za-z0-9._-]+)", a)
+            if src:
+                if not shutil.which("cmake"):
+                    fail(f"building {a} from source: cmake not found on PATH")
+                reqs.append((src.group(1), "0+" + re.sub(r"[^A-Za-z0-9.]", ".", src.group(3))))
+                continue
             m = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)", a)
             if not m:
                 fail(f"stand-in pip installs only pinned requirements NAME==VERSION, not {a!r}")
@@ -100,6 +154,8 @@ def main(argv):
         os.makedirs(pkg, exist_ok=True)
         with open(os.path.join(pkg, "__init__.py"), "w") as f:
             f.write(f'"""Stand-in for {name} {version} (tests/tools/eb-standins)."""\n__version__ = "{version}"\n')
+            if module == "horovod":
+                f.write(f"BUILD = {horovod_build()!r}\n")
         dist = os.path.join(site, f"{module}-{version}.dist-info")
         os.makedirs(dist, exist_ok=True)
         with open(os.path.join(dist, "METADATA"), "w") as f:
@@ -111,8 +167,11 @@ def main(argv):
             os.makedirs(bindir, exist_ok=True)
             path = os.path.join(bindir, script)
             with open(path, "w") as f:
-                f.write(f"#!{interp}\nimport sys\nimport {module}\nprint('{script} (stand-in) of {name}',"
-                        f" {module}.__version__, sys.argv[1:])\n")
+                if script == "horovodrun":
+                    f.write(f"#!{interp}\n{HOROVODRUN}")
+                else:
+                    f.write(f"#!{interp}\nimport sys\nimport {module}\nprint('{script} (stand-in) of {name}',"
+                            f" {module}.__version__, sys.argv[1:])\n")
             os.chmod(path, 0o755)
             records.append(os.path.relpath(path, site) + ",,")
         with open(os.path.join(dist, "RECORD"), "w") as f:
