@@ -30,7 +30,8 @@ using Member = std::variant<ExtendsPaths, std::string T::*, int T::*, bool T::*,
                             CollectiveLib T::*, ContainerRuntime T::*, PythonLayout T::*,
                             BindingStyle T::*, SiteInfo T::*, Hardware T::*, Binding T::*, Batch T::*,
                             Collectives T::*, Container T::*, Python T::*, std::vector<Bind> T::*,
-                            std::vector<Stack> T::*, VisibilityPolicy T::*, RankStarter T::*>;
+                            std::vector<Stack> T::*, VisibilityPolicy T::*, RankStarter T::*,
+                            DriverGate T::*>;
 
 // Which names a table of strings accepts as keys.
 enum class KeyNames { env_vars, free };

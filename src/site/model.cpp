@@ -41,6 +41,8 @@ constexpr EnumName<VisibilityPolicy> kVisibilityPolicies[] = {
 constexpr EnumName<RankStarter> kRankStarters[] = {{RankStarter::launcher, "launcher"},
                                                    {RankStarter::torchrun, "torchrun"}};
 static_assert(in_declaration_order(kRankStarters));
+constexpr EnumName<DriverGate> kDriverGates[] = {{DriverGate::refuse, "refuse"}, {DriverGate::warn, "warn"}};
+static_assert(in_declaration_order(kDriverGates));
 
 static_assert(in_declaration_order(kSchedulers) && in_declaration_order(kLaunchers) &&
               in_declaration_order(kGpuVendors) && in_declaration_order(kCollectiveLibs) &&
@@ -63,6 +65,7 @@ template <> std::span<const EnumName<PythonLayout>> enum_names() { return kPytho
 template <> std::span<const EnumName<BindingStyle>> enum_names() { return kBindingStyles; }
 template <> std::span<const EnumName<VisibilityPolicy>> enum_names() { return kVisibilityPolicies; }
 template <> std::span<const EnumName<RankStarter>> enum_names() { return kRankStarters; }
+template <> std::span<const EnumName<DriverGate>> enum_names() { return kDriverGates; }
 
 std::string to_string(Scheduler v) { return name_of(v); }
 std::string to_string(Launcher v) { return name_of(v); }
@@ -73,6 +76,7 @@ std::string to_string(PythonLayout v) { return name_of(v); }
 std::string to_string(BindingStyle v) { return name_of(v); }
 std::string to_string(VisibilityPolicy v) { return name_of(v); }
 std::string to_string(RankStarter v) { return name_of(v); }
+std::string to_string(DriverGate v) { return name_of(v); }
 
 SourceRegion Site::where(const std::string& path) const {
     std::string p = path;

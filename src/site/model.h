@@ -25,6 +25,8 @@ enum class VisibilityPolicy { narrow, all, shared };
 // Who starts the ranks on a node: the scheduler's launcher (one task per rank), or torchrun
 // (the launcher starts one task per node, which runs torchrun with the node's ranks).
 enum class RankStarter { launcher, torchrun };
+// What a module does on a node whose GPU driver is older than its stack's min_driver.
+enum class DriverGate { refuse, warn };
 
 // One name table per enumeration, in declaration order (as Lua's ltm.h "ORDER TM"; model.cpp
 // static_asserts it). The loader, `sitegen schema`, the rules' view and to_string all read
@@ -45,6 +47,7 @@ template <> std::span<const EnumName<PythonLayout>> enum_names();
 template <> std::span<const EnumName<BindingStyle>> enum_names();
 template <> std::span<const EnumName<VisibilityPolicy>> enum_names();
 template <> std::span<const EnumName<RankStarter>> enum_names();
+template <> std::span<const EnumName<DriverGate>> enum_names();
 
 std::string to_string(Scheduler);
 std::string to_string(Launcher);
@@ -55,6 +58,7 @@ std::string to_string(PythonLayout);
 std::string to_string(BindingStyle);
 std::string to_string(VisibilityPolicy);
 std::string to_string(RankStarter);
+std::string to_string(DriverGate);
 
 // Ordered name=value pairs (TOML tables keep source order; we sort where output needs it).
 using EnvList = std::vector<std::pair<std::string, std::string>>;
@@ -83,6 +87,9 @@ struct Hardware {
     std::vector<std::string> nics;
     std::string interconnect;
     std::vector<int> device_numa;  // device_numa[i]: the NUMA node of device i (binding style numa)
+    DriverGate driver_gate = DriverGate::refuse;  // a stack's min_driver not met: refuse or warn
+    int network_links = 0;  // network links (NICs) per node used by collectives; 0 = unknown
+    int link_gbps = 0;      // line rate of each link in Gbit/s; 0 = unknown
 };
 
 // How ranks are pinned: cores_per_rank cores of each device's domain, skipping reserved
@@ -129,6 +136,9 @@ struct Collectives {
     int ranks_per_device = 1;      // shared: ranks on each device (device = LOCAL_RANK / this)
     std::string network_plugin_path;    // directory holding the plugin library (absolute)
     bool network_plugin_in_image = false;  // that directory is inside the container image, not on the host
+    // The acceptance job fails a multi-node all_reduce whose bus bandwidth is under this
+    // percentage of network_links * link_gbps; 0 = report only.
+    int min_busbw_percent = 0;
 };
 
 struct Bind {
@@ -174,6 +184,7 @@ struct Stack {
     EnvList components;         // package -> version, e.g. torch=2.3.1
     EnvList env;                // extra variables the module sets
     bool venv_extension = false;  // ship extend-venv-activate
+    std::string min_driver;     // oldest GPU driver version the image or wheels need; "" = no gate
 
     std::string module_version() const { return version + versionsuffix; }
     std::string module_full_name() const { return name + "/" + module_version(); }
