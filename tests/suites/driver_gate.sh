@@ -17,7 +17,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/tests/tools/common.sh"
 # shellcheck source=tests/tools/lmod-lib.sh
 source "$root/tests/tools/lmod-lib.sh"
-need_tool /usr/bin/python3 luac5.4
+need_tool /usr/bin/python3 luac5.4 luacheck
 [[ -r $LMOD_INIT ]] || { fail "lmod is not installed"; finish; }
 
 # variant NAME OLD NEW ...: sites/NAME from local's site.toml with each OLD replaced by NEW.
@@ -68,6 +68,7 @@ m=pytorch/1.13.1-cpu
 mp() { echo "$out/modules-out/$1/modulefiles"; }
 mf=$(mp dg)/$m.lua
 check "luac -p" luac5.4 -p "$mf"
+check "luacheck (Lmod's API)" luacheck --no-color --config "$root/tests/tools/luacheckrc-lmod" "$mf" "$(mp dgw)/$m.lua"
 check_contains "the gate reads AMD's version file by default" \
   'local driver_file = os.getenv("SITEGEN_DRIVER_VERSION_FILE") or "/sys/module/amdgpu/version"' "$(<"$mf")"
 check_contains "NVIDIA's: /proc/driver/nvidia/version" '"/proc/driver/nvidia/version"' "$(<"$(mp dgn)/$m.lua")"
