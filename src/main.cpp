@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
     std::string doctor_site;
     auto* doctor = app.add_subcommand(
         "doctor", "Compare a node with a site file: cores, GPUs and their cores, NICs, bind paths, images, base "
-                  "modules, python; run it on a compute node (or off-node with --topology and --root)");
+                  "modules, python, the GPU driver against stacks' min_driver; run it on a compute node (or off-node "
+                  "with --topology and --root)");
     doctor->add_option("site", doctor_site, "Site name")->required();
     doctor->add_option("--topology", doctor_request.topology,
                        "The node's hwloc XML (lstopo --of xml) instead of this machine's topology");

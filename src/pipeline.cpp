@@ -490,6 +490,10 @@ Result run_doctor(FileSystem& fs, const Request& request, const DoctorRequest& d
     }
     const std::string prefix = request.prefix ? *request.prefix : site.site.install_prefix;
     DoctorOptions options;
+    if (const DriverTraits& driver = driver_traits(site.hardware.gpu_vendor); driver.version_file) {
+        options.driver_version_file = driver.version_file;
+        options.driver = driver.driver;
+    }
     for (const Stack& stack : site.stacks) {
         // Whether `image` is a file to find, from the runtime's and the layout's traits.
         const StackImage image = !runs_in_container(site, stack)                   ? StackImage::none

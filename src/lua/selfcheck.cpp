@@ -80,10 +80,6 @@ local function path_join(...)
   return s
 end
 
-local function refusing_table(name, why)
-  return setmetatable({}, { __index = function(_, k) fail(name .. "." .. tostring(k) .. " " .. why) end })
-end
-
 local os_table = setmetatable({ getenv = function(name)
   want_string("os.getenv", 1, name)
   return getenv(name)
@@ -274,7 +270,19 @@ api.table = { insert = table.insert, remove = table.remove, sort = table.sort, c
               unpack = table.unpack }
 api.math = { floor = math.floor, ceil = math.ceil, min = math.min, max = math.max }
 api.os = os_table
-api.io = refusing_table("io", "is refused: modulefiles must not touch files")
+-- A driver gate (plan/traits.h: driver_traits) reads its GPU driver's version file: only
+-- those files may be opened, for reading, and the self-check reads none of them (the gate's
+-- missing-file path, as on a node without that driver).
+local function driver_version_file(path)
+  return path == "/proc/driver/nvidia/version" or path:match("^/sys/module/[%w_]+/version$") ~= nil
+end
+api.io = setmetatable({ open = function(path, how)
+  want_string("io.open", 1, path)
+  if not driver_version_file(path) or (how ~= nil and how ~= "r") then
+    fail("io.open is refused: modulefiles must not touch files (but read a GPU driver's version file)")
+  end
+  return nil, path .. ": not read by the self-check"
+end }, { __index = function(_, k) fail("io." .. tostring(k) .. " is refused: modulefiles must not touch files") end })
 
 -- .modulerc.lua files see a different, smaller API.
 local rc = { os = os_table, pathJoin = path_join, isFile = api.isFile, isDir = api.isDir }

@@ -190,7 +190,14 @@ TEST_CASE("broken modulefiles are rejected with their line", "[lua][selfcheck]")
           Lines{at(1, "execute() is refused: generated modulefiles must not run commands")});
     CHECK(check("local out = capture('id')\n") == Lines{at(1, "capture() is refused: generated modulefiles must not run commands")});
     CHECK(check("os.execute('id')\n") == Lines{at(1, "os.execute is not available to modulefiles in the self-check")});
-    CHECK(check("io.open('/etc/passwd')\n") == Lines{at(1, "io.open is refused: modulefiles must not touch files")});
+    CHECK(check("io.open('/etc/passwd')\n") ==
+          Lines{at(1, "io.open is refused: modulefiles must not touch files (but read a GPU driver's version file)")});
+    CHECK(check("io.open('/sys/module/amdgpu/version', 'w')\n") ==
+          Lines{at(1, "io.open is refused: modulefiles must not touch files (but read a GPU driver's version file)")});
+    CHECK(check("io.lines('/sys/module/amdgpu/version')\n") ==
+          Lines{at(1, "io.lines is refused: modulefiles must not touch files")});
+    // A driver gate's read: allowed, and the self-check reads no file (no driver: the gate passes).
+    CHECK(check("assert(io.open('/sys/module/amdgpu/version', 'r') == nil)\nassert(io.open('/proc/driver/nvidia/version') == nil)\n").empty());
     CHECK(check("-- Lmod has no error()\nerror('x')\n") == Lines{at(2, "unknown function 'error'")});
     CHECK(check("LmodError('always broken')\n") == Lines{at(1, "LmodError: always broken")});
     CHECK(check("\nwhile true do end\n") ==

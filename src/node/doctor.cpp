@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -37,6 +39,14 @@ public:
         struct stat st;
         const std::string p = on_disk(path);
         return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+    }
+    bool read_text(const std::string& path, std::string& text) override {
+        std::ifstream in(on_disk(path), std::ios::binary);
+        if (!in) return false;
+        text.assign(65536, '\0');
+        in.read(text.data(), static_cast<std::streamsize>(text.size()));
+        text.resize(static_cast<size_t>(in.gcount()));
+        return !in.bad();
     }
     int run(const std::vector<std::string>& argv, const std::vector<std::string>& env, std::string& output) override {
         output.clear();
@@ -119,6 +129,37 @@ std::string tail(const std::string& output) {
     t = t.substr(start);
     if (t.size() > 400) t = "..." + t.substr(t.size() - 400);
     return t;
+}
+
+// The first run of digits and dots that holds a dot ("535.104.05" in NVIDIA's version line).
+std::string driver_version(const std::string& text) {
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (!std::isdigit(static_cast<unsigned char>(text[i]))) continue;
+        size_t j = i;
+        while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '.')) ++j;
+        std::string run = text.substr(i, j - i);
+        while (!run.empty() && run.back() == '.') run.pop_back();
+        if (run.find('.') != std::string::npos) return run;
+        i = j;
+    }
+    return "";
+}
+
+// Number by number, missing trailing numbers 0 ("535.104.05" < "535.129.3").
+bool version_older(const std::string& version, const std::string& minimum) {
+    auto numbers = [](const std::string& v) {
+        std::vector<unsigned long long> out;
+        std::string n;
+        for (char c : v + ".") {
+            if (std::isdigit(static_cast<unsigned char>(c))) n += c;
+            else if (!n.empty()) out.push_back(std::stoull(n.substr(0, 18))), n.clear();
+        }
+        return out;
+    };
+    auto a = numbers(version), b = numbers(minimum);
+    a.resize(std::max(a.size(), b.size()));
+    b.resize(a.size());
+    return a < b;
 }
 
 bool is_subset(const std::vector<int>& small, const std::vector<int>& big) {
@@ -441,6 +482,41 @@ struct Doctor {
         }
     }
 
+    // Each stack's min_driver against the node's GPU driver, as its module's gate compares them
+    // when loaded (plan/module.cpp): the first run of digits and dots with a dot in the file.
+    void driver() {
+        std::vector<size_t> gated;
+        for (size_t s = 0; s < site.stacks.size(); ++s)
+            if (!site.stacks[s].min_driver.empty()) gated.push_back(s);
+        if (gated.empty() || options.driver_version_file.empty()) return;
+        const std::string& file = options.driver_version_file;
+        std::string text;
+        if (!probe.read_text(file, text)) {
+            checked.push_back("driver: " + on_node(file) + " not found (no " + options.driver + " on this node): " +
+                              plural(gated.size(), "stack minimum") + " not checked");
+            return;
+        }
+        const std::string found = driver_version(text);
+        if (found.empty()) {
+            diags.error(site.where("stacks." + std::to_string(gated.front()) + ".min_driver"),
+                        "cannot check the GPU driver: " + on_node(file) + " holds no version");
+            return;
+        }
+        size_t older_than = 0;
+        for (size_t s : gated) {
+            const Stack& stack = site.stacks[s];
+            if (!version_older(found, stack.min_driver)) continue;
+            ++older_than;
+            diags.error(site.where("stacks." + std::to_string(s) + ".min_driver"),
+                        "stack '" + stack.module_full_name() + "' needs the " + options.driver + " " + stack.min_driver +
+                            " or newer, but " + node() + " has " + found + ", read from " + on_node(file) + ": its module " +
+                            (site.hardware.driver_gate == DriverGate::warn ? "warns" : "refuses to load") + " here",
+                        "update the node's driver, or lower min_driver if the stack works with " + found);
+        }
+        checked.push_back("driver: " + options.driver + " " + found + ", " +
+                          std::to_string(gated.size() - older_than) + " of " + plural(gated.size(), "stack minimum") + " met");
+    }
+
     void deployed() {
         size_t present = 0;
         for (size_t s = 0; s < site.stacks.size() && s < options.stacks.size(); ++s) {
@@ -487,6 +563,7 @@ void doctor(const Site& site, const NodeTopology& topo, const DoctorOptions& opt
     d.network_plugin();
     d.modules();
     d.python();
+    d.driver();
     d.deployed();
 }
 

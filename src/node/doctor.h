@@ -25,6 +25,11 @@ public:
     // stderr. Returns the exit status, or -1 (and a reason in `output`) if it did not run.
     virtual int run(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                     std::string& output) = 0;
+    // A small text file's contents (at most 64 KiB); false when it cannot be read.
+    virtual bool read_text(const std::string& path, std::string& text) {
+        (void)path, (void)text;
+        return false;
+    }
 };
 
 // The real probe: files under `root` ("/" = this node), programs by posix_spawn.
@@ -48,6 +53,9 @@ struct DoctorOptions {
     std::vector<std::string> modulepath;  // directories Lmod searches (node paths), in order
     std::string lmod;                     // Lmod's `lmod` command; "" = not installed
     bool run_programs = true;             // run the node's python (only when root is "/")
+    // The GPU driver's version file (plan/traits.h: driver_traits); "" = no GPU driver to check.
+    std::string driver_version_file;
+    std::string driver;                   // how findings name the driver
 };
 
 // Lmod's command: $LMOD_CMD when set and executable, else Debian's

@@ -131,3 +131,68 @@ TEST_CASE("doctor: the probe runs programs and reports what did not run", "[doct
     CHECK(probe->run({"/nonexistent/python"}, {}, out) == -1);
     CHECK_THAT(out, Catch::Contains("cannot run /nonexistent/python"));
 }
+
+// The driver gate's check on the node: stacks.N.min_driver against the driver's version file
+// under --root, as the module's gate compares them (numbers, not text: 535.129 > 535.13).
+TEST_CASE("doctor: a stack's min_driver against the node's GPU driver", "[doctor][driver]") {
+    Site site = test::load_seed_site("cirrus");  // NVIDIA V100
+    site.stacks[0].min_driver = "535.129.03";
+    site.regions["stacks.0.min_driver"] = {"cirrus.toml", 77, 14};
+    DoctorOptions options;
+    test::require_tool("/usr/share/lmod/lmod/libexec/lmod");
+    options.lmod = find_lmod();
+    options.modulepath = {"/modules"};
+    options.run_programs = false;
+    options.driver_version_file = "/proc/driver/nvidia/version";
+    options.driver = "NVIDIA GPU driver";
+    const std::string module = site.stacks[0].module_full_name();
+    auto run = [&](const test::TempDir& root, Run& r) {
+        root.write("modules/python/3.12.1-gpu.lua", "whatis('python')\n");  // cirrus's base module
+        auto probe = make_node_probe(root.str());
+        doctor(site, fixture("cirrus"), options, *probe, r.diags, r.checked);
+    };
+    auto driver_line = [](const Run& r) {
+        for (const auto& c : r.checked)
+            if (c.rfind("driver: ", 0) == 0) return c;
+        return std::string("(no driver line)");
+    };
+    SECTION("older: an error at min_driver") {
+        test::TempDir root("doctor");
+        root.write("proc/driver/nvidia/version",
+                   "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n"
+                   "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n");
+        Run r;
+        run(root, r);
+        CHECK(errors_of(r.diags) ==
+              std::vector<std::string>{"77:14 stack '" + module +
+                                       "' needs the NVIDIA GPU driver 535.129.03 or newer, but the node of " SITEGEN_SOURCE_DIR
+                                       "/tests/fixtures/hwloc/cirrus.xml has 535.104.05, read from /proc/driver/nvidia/version (under " +
+                                       root.str() + "): its module refuses to load here"});
+        CHECK(driver_line(r) == "driver: NVIDIA GPU driver 535.104.05, 0 of 1 stack minimum met");
+    }
+    SECTION("newer by number (535.161.7 > 535.129.03): no error") {
+        test::TempDir root("doctor");
+        root.write("proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.161.7  Thu\n");
+        Run r;
+        run(root, r);
+        CHECK(errors_of(r.diags).empty());
+        CHECK(driver_line(r) == "driver: NVIDIA GPU driver 535.161.7, 1 of 1 stack minimum met");
+    }
+    SECTION("no version file: not a GPU node, nothing to report but the line") {
+        test::TempDir root("doctor");
+        root.write("etc/hostname", "login1\n");
+        Run r;
+        run(root, r);
+        CHECK(errors_of(r.diags).empty());
+        CHECK(driver_line(r) == "driver: /proc/driver/nvidia/version (under " + root.str() +
+                                    ") not found (no NVIDIA GPU driver on this node): 1 stack minimum not checked");
+    }
+    SECTION("a file without a version") {
+        test::TempDir root("doctor");
+        root.write("proc/driver/nvidia/version", "garbage\n");
+        Run r;
+        run(root, r);
+        CHECK(errors_of(r.diags) == std::vector<std::string>{"77:14 cannot check the GPU driver: /proc/driver/nvidia/version (under " +
+                                                             root.str() + ") holds no version"});
+    }
+}

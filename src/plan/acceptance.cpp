@@ -84,11 +84,14 @@ std::string program(const Site& site, const Stack& stack) {
          "\n"
          "Every rank checks that its CPU affinity is the set the site implies, that it sees the\n"
          "devices the visibility policy gives it, that all_reduce gives the exact sum, and (NCCL/RCCL\n"
-         "with a network plugin) that the plugin carries the traffic; rank 0 reports the all_reduce\n"
-         "bus bandwidth and one verdict line: ACCEPTANCE PASS, or ACCEPTANCE FAIL with the failing ranks.\n"
+         "with a network plugin) that the plugin carries the traffic, across nodes that NCCL/RCCL did\n"
+         "not fall back to sockets, and that the node's GPU driver is the stack's MIN_DRIVER or newer;\n"
+         "rank 0 reports the all_reduce bus bandwidth (across nodes, as a share of the network's peak,\n"
+         "failing under MIN_BUSBW_PERCENT) and one verdict line: ACCEPTANCE PASS, or ACCEPTANCE FAIL\n"
+         "with the failing ranks.\n"
          "\"\"\"\n";
     s += acceptance_program_imports();
-    s += "\n" + acceptance_site_values(site, stack) + "\n";
+    s += "\n" + acceptance_site_values(site, stack) + acceptance_expectations(site, stack) + "\n";
     s += acceptance_program_body();
     return s;
 }
@@ -202,6 +205,22 @@ std::string acceptance_site_values(const Site& site, const Stack& stack) {
     }
     s += std::string("SIZES_MIB = ") + (c.library == CollectiveLib::gloo ? "[1, 8, 32]" : "[8, 64, 256]") +
          "  # all_reduce sizes for the bus bandwidth\n";
+    return s;
+}
+
+std::string acceptance_expectations(const Site& site, const Stack& stack) {
+    const Hardware& hw = site.hardware;
+    const DriverTraits& driver = driver_traits(hw.gpu_vendor);
+    std::string s = "# The GPU driver the stack needs (stacks.min_driver; \"\" = not checked), read from its version\n"
+                    "# file as the module's driver gate does (" + std::string(kDriverVersionFileVar) + " names another).\n";
+    s += py_line("MIN_DRIVER = " + python_string(driver.version_file ? stack.min_driver : std::string()));
+    s += py_line("DRIVER_VERSION_FILE = " + python_string(driver.version_file ? driver.version_file : ""));
+    s += py_line("DRIVER = " + python_string(driver.driver));
+    s += "# Across nodes, the best all_reduce bus bandwidth as a share of NETWORK_LINKS x LINK_GBPS\n"
+         "# (hardware.network_links, link_gbps); under MIN_BUSBW_PERCENT (collectives.min_busbw_percent) fails.\n";
+    s += "NETWORK_LINKS = " + std::to_string(hw.network_links) + "\n";
+    s += "LINK_GBPS = " + std::to_string(hw.link_gbps) + "\n";
+    s += "MIN_BUSBW_PERCENT = " + std::to_string(site.collectives.min_busbw_percent) + "\n";
     return s;
 }
 

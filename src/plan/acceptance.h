@@ -22,6 +22,9 @@ void plan_acceptance(const Site& site, const Stack& stack, const PlanOptions& op
 // The site's values as the Python literals acceptance.py starts with (for tests).
 std::string acceptance_site_values(const Site& site, const Stack& stack);
 
+// The driver and bandwidth expectations acceptance.py checks, as Python literals (after the above).
+std::string acceptance_expectations(const Site& site, const Stack& stack);
+
 // The fixed parts of acceptance.py (plan/acceptance_program.cpp).
 const char* acceptance_program_imports();
 const char* acceptance_program_body();

@@ -113,3 +113,31 @@ TEST_CASE("acceptance: the visibility policy and rank starter are literals", "[a
     CHECK_THAT(tr, Catch::Contains("\nRANK_STARTER = 'torchrun'\n"));
     CHECK_THAT(tr, Catch::Contains("\nRANK_CORES = None\n"));
 }
+
+TEST_CASE("acceptance: the driver and bandwidth expectations as literals", "[acceptance][driver]") {
+    Site site = test::load_seed_site("local");
+    CHECK(acceptance_expectations(site, site.stacks.front()) ==
+          "# The GPU driver the stack needs (stacks.min_driver; \"\" = not checked), read from its version\n"
+          "# file as the module's driver gate does (SITEGEN_DRIVER_VERSION_FILE names another).\n"
+          "MIN_DRIVER = ''\n"
+          "DRIVER_VERSION_FILE = ''\n"
+          "DRIVER = 'GPU driver'\n"
+          "# Across nodes, the best all_reduce bus bandwidth as a share of NETWORK_LINKS x LINK_GBPS\n"
+          "# (hardware.network_links, link_gbps); under MIN_BUSBW_PERCENT (collectives.min_busbw_percent) fails.\n"
+          "NETWORK_LINKS = 0\n"
+          "LINK_GBPS = 0\n"
+          "MIN_BUSBW_PERCENT = 0\n");
+    site.hardware.gpu_vendor = GpuVendor::intel;
+    site.hardware.network_links = 8;
+    site.hardware.link_gbps = 200;
+    site.collectives.min_busbw_percent = 60;
+    site.stacks.front().min_driver = "1.23.10'\"";  // check refuses it; the writer still quotes it
+    const std::string s = acceptance_expectations(site, site.stacks.front());
+    CHECK(s.find("MIN_DRIVER = '1.23.10\\'\"'\n"
+                 "DRIVER_VERSION_FILE = '/sys/module/i915/version'\n"
+                 "DRIVER = 'Intel GPU driver (i915)'\n") != std::string::npos);
+    CHECK(s.find("NETWORK_LINKS = 8\nLINK_GBPS = 200\nMIN_BUSBW_PERCENT = 60\n") != std::string::npos);
+    // It is in acceptance.py, after the site's values.
+    const std::string program = planned(plan_of(site), "runscripts/acceptance.py").contents;
+    CHECK(program.find(acceptance_site_values(site, site.stacks.front()) + s) != std::string::npos);
+}

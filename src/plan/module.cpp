@@ -62,6 +62,11 @@ public:
         op.text = std::move(value);
         plan_.ops.push_back(std::move(op));
     }
+    void driver_gate(DriverGateCheck gate) {
+        ModuleOp op{ModuleOp::Kind::driver_gate};
+        op.gate = std::move(gate);
+        plan_.ops.push_back(std::move(op));
+    }
     void message(std::string text) {
         ModuleOp op{ModuleOp::Kind::message};
         op.text = std::move(text);
@@ -231,6 +236,26 @@ void network_plugin_ops(ModuleBuilder& m, const Site& site, const Stack& stack) 
     if (c.network_plugin_path.empty() || runs_in_container(site, stack)) return;
     m.comment("The network plugin's library directory, before the others.");
     m.prepend_path("LD_LIBRARY_PATH", text_value(c.network_plugin_path));
+}
+
+// The stack's GPU driver minimum, checked first on load: a container built for a newer ROCm
+// (or CUDA) than the node's driver otherwise loads fine and fails at the first GPU call.
+void driver_gate_ops(ModuleBuilder& m, const Site& site, const Stack& stack) {
+    const DriverTraits& driver = driver_traits(site.hardware.gpu_vendor);
+    if (stack.min_driver.empty() || !driver.version_file) return;
+    DriverGateCheck gate;
+    gate.minimum = stack.min_driver;
+    gate.version_file = driver.version_file;
+    gate.warn = site.hardware.driver_gate == DriverGate::warn;
+    gate.before = stack.module_full_name() + " needs the " + driver.driver + " " + stack.min_driver +
+                  " or newer; this node has ";
+    gate.after = std::string(gate.warn ? ", so GPU calls may fail. " : ". ") +
+                 "Use it on nodes with a newer driver, or load a " + stack.name +
+                 " version built for an older one (module avail " + stack.name +
+                 "); your support team knows which nodes have which driver.";
+    m.comment("The GPU driver this stack needs (" + std::string(kDriverVersionFileVar) +
+              " names another version file, for tests).");
+    m.driver_gate(std::move(gate));
 }
 
 // The variables the module computes before the site's env (the core). bin/ goes on PATH
@@ -419,12 +444,17 @@ ModulePlan plan_module(const Site& site, const Stack& stack, const PlanOptions& 
     if (site.site.depend_on_base_modules) plan.depends_on = site.site.base_modules;
     plan.depends_on.insert(plan.depends_on.end(), stack.base_modules.begin(), stack.base_modules.end());
     ModuleBuilder m(plan);
+    driver_gate_ops(m, site, stack);
     core_ops(m, site, stack, commands_by_dir(files).count("bin") > 0);
     const EnvList env = module_env(site, stack);
     refuse_module_owned(env, plan.variables);
     if (!env.empty()) m.comment("Collective, network and stack environment (one source: the site file).", ModuleSection::site_env);
     for (const auto& [k, v] : env) m.setenv(k, text_value(v), ModuleSection::site_env);
     plan.help = help_text(site, stack, files, plan.variables);
+    if (!stack.min_driver.empty() && driver_traits(site.hardware.gpu_vendor).version_file)
+        plan.help += "\nNeeds the " + std::string(driver_traits(site.hardware.gpu_vendor).driver) + " " + stack.min_driver +
+                     " or newer: loading " + (site.hardware.driver_gate == DriverGate::warn ? "warns" : "fails") +
+                     " on an older node.\n";
     if (const HookAdditions* hooks = hook_additions(site, stack, options)) hook_ops(m, plan, *hooks);
     return plan;
 }

@@ -78,6 +78,18 @@ struct ConditionalAppend {
 // or the site's own environment ([collectives.env] and the stack's env, in name order).
 enum class ModuleSection { core, site_env };
 
+// A module's GPU driver check, made when it is loaded (not in EasyBuild's test load): the
+// version in `version_file` (or in the file the variable kDriverVersionFileVar names) is the
+// first run of digits and dots with a dot in it; when it is older than `minimum`, number by
+// number, the load fails (or warns) with `before` + that version + " (" + file + ")" + `after`.
+// A missing or unreadable file (no GPU driver on this node: a login node) is no failure.
+struct DriverGateCheck {
+    std::string minimum;       // e.g. "6.7.0"
+    std::string version_file;  // e.g. /sys/module/amdgpu/version
+    bool warn = false;         // warn and load instead of refusing
+    std::string before, after;  // the message around the node's version and its file
+};
+
 struct ModuleOp {
     enum class Kind {
         comment,        // text
@@ -91,6 +103,7 @@ struct ModuleOp {
         prepend_path,   // value put first on the path list `name`
         add_property,   // Lmod property `name` with value `text` (from a site hook)
         message,        // `text` shown when the module is loaded (from a site hook)
+        driver_gate,    // on load, `gate`: the node's GPU driver against the stack's minimum
     };
     Kind kind = Kind::comment;
     ModuleSection section = ModuleSection::core;
@@ -100,6 +113,7 @@ struct ModuleOp {
     std::string fallback_dir;  // find_image
     bool directory_ok = false;  // find_image: the image may be a directory (charliecloud)
     std::vector<ConditionalAppend> alternatives;  // append_first
+    DriverGateCheck gate;                         // driver_gate
 };
 
 struct ModulePlan {

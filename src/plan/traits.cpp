@@ -342,6 +342,30 @@ std::optional<std::string> directive_text(const Batch& batch, const DirectiveFie
         field.value);
 }
 
+// The files each vendor's kernel driver writes its version to:
+// NVIDIA: /proc/driver/nvidia/version, "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05 ..."
+//   (the driver version CUDA's compatibility tables are written in:
+//   https://docs.nvidia.com/deploy/cuda-compatibility/);
+// AMD: /sys/module/amdgpu/version, written by AMD's amdgpu (DKMS) driver, absent with a distribution
+//   kernel's inbox driver (https://github.com/ollama/ollama/issues/3425); AMD supports ROCm user
+//   space within two releases of the kernel driver's
+//   (https://rocm.docs.amd.com/projects/install-on-linux/en/latest/reference/user-kernel-space-compat-matrix.html);
+// Intel: /sys/module/i915/version, written by Intel's i915 backport (DKMS) driver for data-centre
+//   GPUs (https://github.com/intel-gpu/intel-gpu-i915-backports/pull/141), which Level Zero runs on.
+const DriverTraits& driver_traits(GpuVendor v) {
+    static const DriverTraits kNone{GpuVendor::none, nullptr, "GPU driver"};
+    static const DriverTraits kAmd{GpuVendor::amd, "/sys/module/amdgpu/version", "AMD GPU driver (amdgpu)"};
+    static const DriverTraits kNvidia{GpuVendor::nvidia, "/proc/driver/nvidia/version", "NVIDIA GPU driver"};
+    static const DriverTraits kIntel{GpuVendor::intel, "/sys/module/i915/version", "Intel GPU driver (i915)"};
+    switch (v) {
+        case GpuVendor::none: return kNone;
+        case GpuVendor::amd: return kAmd;
+        case GpuVendor::nvidia: return kNvidia;
+        case GpuVendor::intel: return kIntel;
+    }
+    return kNone;
+}
+
 bool runs_in_container(const Site& site, const Stack& stack) {
     return site.container.enabled && traits(stack.python.layout).in_container;
 }

@@ -146,6 +146,18 @@ const SharingTraits& sharing_traits(GpuVendor);
 int ranks_per_device(const Site& site);
 const RankStarterTraits& traits(RankStarter);
 
+// Where a vendor's kernel driver says its version, read without touching a GPU: the module's
+// driver gate, `doctor` and the acceptance job read the first run of digits and dots with at
+// least one dot in this file and compare it number by number with a stack's min_driver.
+struct DriverTraits {
+    GpuVendor vendor;
+    const char* version_file;  // nullptr: no driver to check
+    const char* driver;        // how messages name it
+};
+const DriverTraits& driver_traits(GpuVendor);
+// Tests and debugging point the driver gates at another file with this variable.
+inline constexpr const char* kDriverVersionFileVar = "SITEGEN_DRIVER_VERSION_FILE";
+
 // A [batch] time ([[D-]HH:]MM:SS, MM:SS or minutes, as Slurm reads it) in Flux Standard
 // Duration for `flux batch -t`: "10m", "90s"; "" when it is not such a time.
 std::string flux_time_limit(const std::string& time);

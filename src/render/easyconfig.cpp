@@ -163,6 +163,7 @@ public:
                 case ModuleOp::Kind::prepend_path:
                 case ModuleOp::Kind::add_property:  // footer statements (from site hooks)
                 case ModuleOp::Kind::message:
+                case ModuleOp::Kind::driver_gate:  // a footer statement: code run on load
                     break;
             }
         }

@@ -355,3 +355,48 @@ TEST_CASE("same site, same bytes, and env order in the site file does not matter
         CHECK(first[i].contents == reordered[i].contents);
     }
 }
+
+TEST_CASE("driver gate: the Lua check, quoted, first in the module; the self-check loads it", "[emit][modulefile][driver]") {
+    Site site = system_site();
+    site.hardware.gpu_vendor = GpuVendor::amd;
+    // Hostile (check refuses it; the writer must still keep it a string): ends a quoted string.
+    site.stacks[0].min_driver = "6.7.0\") os.exit(1) --";
+    const std::string path = "modules-out/t/modulefiles/pytorch/1.0-cpu.lua";
+    const std::string text = file_at(emit_modulefiles(site, PlanOptions{"/opt/t"}), path).contents;
+    const std::string expected =
+        "-- The GPU driver this stack needs (SITEGEN_DRIVER_VERSION_FILE names another version file, for tests).\n"
+        "if mode() == \"load\" and os.getenv(\"___EASYBUILD___\") ~= \"EasyBuild\" then\n"
+        "  local driver_file = os.getenv(\"SITEGEN_DRIVER_VERSION_FILE\") or \"/sys/module/amdgpu/version\"\n"
+        "  local driver_fh = io.open(driver_file, \"r\")\n"
+        "  local driver_version = driver_fh and (driver_fh:read(\"*a\") or \"\"):match(\"%d+%.%d[%d.]*\")\n"
+        "  if driver_fh then driver_fh:close() end\n"
+        "  local function numbers(v)\n"
+        "    local t = {}\n"
+        "    for n in v:gmatch(\"%d+\") do t[#t + 1] = tonumber(n) end\n"
+        "    return t\n"
+        "  end\n"
+        "  local function older(a, b)\n"
+        "    local x, y = numbers(a), numbers(b)\n"
+        "    for i = 1, math.max(#x, #y) do\n"
+        "      if (x[i] or 0) ~= (y[i] or 0) then return (x[i] or 0) < (y[i] or 0) end\n"
+        "    end\n"
+        "    return false\n"
+        "  end\n"
+        "  if driver_version and older(driver_version, \"6.7.0\\\") os.exit(1) --\") then\n"
+        "    LmodError(\"pytorch/1.0-cpu needs the AMD GPU driver (amdgpu) 6.7.0\\\") os.exit(1) -- or newer; this node has \" .. "
+        "driver_version .. \" (\" .. driver_file .. \")\" .. \". Use it on nodes with a newer driver, or load a pytorch "
+        "version built for an older one (module avail pytorch); your support team knows which nodes have which driver.\")\n"
+        "  end\n"
+        "end\n"
+        "setenv(\"RUNSCRIPTS\"";
+    const size_t at = text.find("-- The GPU driver");
+    REQUIRE(at != std::string::npos);
+    CHECK(text.substr(at, expected.size()) == expected);
+    // The self-check reads no driver file: the gate passes and the module sets what it sets.
+    const Evaluated e = evaluate(site, "/opt/t", everything);
+    CHECK(e.load.errors.empty());
+    CHECK(changes(e.load).front() == "setenv RUNSCRIPTS=/opt/t/software/pytorch/1.0-cpu/runscripts");
+    // No minimum, or no GPU: no gate.
+    site.stacks[0].min_driver.clear();
+    CHECK(file_at(emit_modulefiles(site, PlanOptions{"/opt/t"}), path).contents.find("driver") == std::string::npos);
+}

@@ -1,6 +1,7 @@
 // Lmod Lua statements for module operations (see lua_statements.h).
 #include "render/lua_statements.h"
 
+#include "plan/traits.h"
 #include "text/quote.h"
 
 namespace sitegen {
@@ -106,7 +107,39 @@ void LuaStatements::op(const ModuleOp& op) {
             line("  LmodMessage(" + lua_string(op.text) + ")");
             line("end");
             return;
+        case ModuleOp::Kind::driver_gate:
+            driver_gate(op.gate);
+            return;
     }
+}
+
+// The version compare runs in the module: the node's driver is known only where it is loaded.
+// Numbers compare as numbers ("535.104.05" < "535.129.03"); missing trailing numbers are 0.
+void LuaStatements::driver_gate(const DriverGateCheck& gate) {
+    line("if mode() == \"load\" and os.getenv(\"___EASYBUILD___\") ~= \"EasyBuild\" then");
+    line("  local driver_file = os.getenv(" + lua_string(kDriverVersionFileVar) + ") or " + lua_string(gate.version_file));
+    line("  local driver_fh = io.open(driver_file, \"r\")");
+    line("  local driver_version = driver_fh and (driver_fh:read(\"*a\") or \"\"):match(\"%d+%.%d[%d.]*\")");
+    line("  if driver_fh then driver_fh:close() end");
+    line("  local function numbers(v)");
+    line("    local t = {}");
+    line("    for n in v:gmatch(\"%d+\") do t[#t + 1] = tonumber(n) end");
+    line("    return t");
+    line("  end");
+    line("  local function older(a, b)");
+    line("    local x, y = numbers(a), numbers(b)");
+    line("    for i = 1, math.max(#x, #y) do");
+    line("      if (x[i] or 0) ~= (y[i] or 0) then return (x[i] or 0) < (y[i] or 0) end");
+    line("    end");
+    line("    return false");
+    line("  end");
+    line("  if driver_version and older(driver_version, " + lua_string(gate.minimum) + ") then");
+    // warn: LmodMessage, since an LmodWarning makes `module load` exit 1 (Lmod 8.6), which
+    // would stop a job script under `set -e` as a refusal does.
+    line(std::string("    ") + (gate.warn ? "LmodMessage(\"WARNING: \" .. " : "LmodError(") + lua_string(gate.before) +
+         " .. driver_version .. \" (\" .. driver_file .. \")\" .. " + lua_string(gate.after) + ")");
+    line("  end");
+    line("end");
 }
 
 std::string lua_dependency_lines(const ModulePlan& module, bool with_depends_on) {

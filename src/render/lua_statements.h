@@ -22,6 +22,7 @@ public:
 
 private:
     void line(const std::string& text) { out_ += text + "\n"; }
+    void driver_gate(const DriverGateCheck& gate);
     std::string out_;
 };
 

@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 
+#include "plan/traits.h"
 #include "text/quote.h"
 #include "text/tcl_writer.h"
 
@@ -110,7 +111,32 @@ void TclStatements::op(const ModuleOp& op) {
             line("    puts stderr " + tcl_string(op.text));
             line("}");
             return;
+        case ModuleOp::Kind::driver_gate:
+            driver_gate(op.gate);
+            return;
     }
+}
+
+// The Lua form's check in Tcl (lua_statements.cpp): leading zeros are dropped before
+// `package vcompare`, which compares dotted numbers as numbers.
+void TclStatements::driver_gate(const DriverGateCheck& gate) {
+    const std::string var = kDriverVersionFileVar;
+    line("if { [module-info mode load] && !([info exists ::env(___EASYBUILD___)] && $::env(___EASYBUILD___) eq \"EasyBuild\") } {");
+    line("    set driver_file " + tcl_string(gate.version_file));
+    line("    if { [info exists ::env(" + var + ")] } { set driver_file $::env(" + var + ") }");
+    line("    if { [file readable $driver_file] && ![catch {open $driver_file r} driver_fh] } {");
+    line("        set driver_text [read $driver_fh]");
+    line("        close $driver_fh");
+    line("        if { [regexp {[0-9]+\.[0-9][0-9.]*} $driver_text driver_version] } {");
+    line("            set driver_numbers [join [lmap n [regexp -all -inline {[0-9]+} $driver_version] {scan $n %d}] .]");
+    line("            if { [package vcompare $driver_numbers " + tcl_string(gate.minimum) + "] < 0 } {");
+    const std::string message = "\"" + std::string(gate.warn ? "WARNING: " : "") + tcl_quoted_content(gate.before) + "${driver_version} (${driver_file})" +
+                                tcl_quoted_content(gate.after) + "\"";
+    line(std::string("                ") + (gate.warn ? "puts stderr " : "error ") + message);
+    line("            }");
+    line("        }");
+    line("    }");
+    line("}");
 }
 
 std::string tcl_dependency_lines(const ModulePlan& module, bool with_depends_on) {

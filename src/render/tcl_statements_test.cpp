@@ -149,3 +149,41 @@ TEST_CASE("hostile site values stay data in Tcl statements", "[tcl][modulefile]"
     REQUIRE(it + 1 != out.end());
     CHECK(*(it + 1) == value.substr(value.find('\n') + 1));
 }
+
+TEST_CASE("tclsh runs the driver gate: older refused with the message, newer and missing load", "[tcl][modulefile][driver]") {
+    require_tool("tclsh");
+    TempDir dir("tclgate");
+    const std::string root = dir.file("root"), images = dir.file("images");
+    std::filesystem::create_directories(images);
+    Site site = container_site(images);
+    write_file(images + "/t.sif", "x");
+    site.hardware.gpu_vendor = GpuVendor::amd;
+    site.stacks[0].min_driver = "6.7.0";
+    const std::string drv = dir.file("version");
+    const std::string env = "SITEGEN_DRIVER_VERSION_FILE=" + bash_word(drv);
+    auto load = [&](const Site& s) { return evaluate(plan_site(s, PlanOptions{"/opt/t"}).stacks[0].module, root, "load", dir, env); };
+    write_file(drv, "6.3.6\n");
+    CHECK(load(site) == Lines{"ERROR: Torch-Box/2.4.0-rocm needs the AMD GPU driver (amdgpu) 6.7.0 or newer; this node has 6.3.6 (" +
+                              drv + "). Use it on nodes with a newer driver, or load a Torch-Box version built for an older one "
+                              "(module avail Torch-Box); your support team knows which nodes have which driver."});
+    for (const char* newer : {"6.7.0\n", "6.10.05\n", "7\n"}) {
+        write_file(drv, newer);
+        const Lines out = load(site);
+        INFO(newer);
+        CHECK(out.size() > 3);
+        CHECK(out.front() == "setenv SIF=" + images + "/t.sif");
+    }
+    std::filesystem::remove(drv);
+    CHECK(load(site).front() == "setenv SIF=" + images + "/t.sif");
+    // Unload never checks; a hostile minimum stays data (check refuses it; the writer quotes it).
+    write_file(drv, "6.3.6\n");
+    CHECK(evaluate(plan_site(site, PlanOptions{"/opt/t"}).stacks[0].module, root, "unload", dir, env).front() ==
+          "setenv SIF=" + images + "/t.sif");
+    site.stacks[0].min_driver = "9[exec touch MARKER]$x\"";
+    const Lines out = load(site);
+    CHECK_FALSE(std::filesystem::exists(dir.file("MARKER")));
+    REQUIRE_FALSE(out.empty());
+    CAPTURE(out.front());
+    // Tcl's `package vcompare` rejects the literal as a version: the load fails, nothing runs.
+    CHECK(out.front() == "ERROR: expected version number but got \"9[exec touch MARKER]$x\"\"");
+}

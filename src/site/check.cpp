@@ -72,6 +72,7 @@ struct Checker {
     void check_batch_options();
     void check_network_plugin();
     void check_job_environment();
+    void check_driver_gates();
     std::string layout_path(size_t i) const;
     std::string python_path(size_t i, const std::string& key) const;
     void check_python(size_t i);
@@ -151,6 +152,7 @@ void Checker::run(const std::string& expected_name) {
     check_batch_options();
     check_network_plugin();
     check_job_environment();
+    check_driver_gates();
     if (site.stacks.empty()) diags.error(site.where(""), "no [[stacks]] defined: a site publishes at least one stack");
     std::set<std::string> seen;
     std::map<std::string, size_t> default_of;
@@ -729,6 +731,28 @@ void Checker::check_job_environment() {
         absolute(path, dir);
         no_separator(path, dir, ":", name);
     }
+}
+
+// A stack's min_driver is compared, number by number, with the version in the GPU driver's
+// version file (plan/traits.h: driver_traits), so it must be such a version, on a GPU site.
+// The bandwidth threshold needs the peak it is a fraction of.
+void Checker::check_driver_gates() {
+    static const std::regex kDriverVersion(R"(^[0-9]{1,9}(\.[0-9]{1,9}){0,5}$)");
+    for (size_t i = 0; i < site.stacks.size(); ++i) {
+        const std::string path = "stacks." + std::to_string(i) + ".min_driver", &v = site.stacks[i].min_driver;
+        if (!present(path)) continue;
+        if (!std::regex_match(v, kDriverVersion))
+            diags.error(site.where(path), "min_driver '" + v + "' is not a driver version: numbers separated by '.'",
+                        "write it as the node's driver version file does, e.g. \"535.104.05\" or \"6.7.0\"");
+        else if (site.hardware.gpu_vendor == GpuVendor::none)
+            diags.error(site.where(path), "min_driver is set but hardware.gpu_vendor is 'none': there is no GPU driver to check");
+    }
+    if (present("hardware.driver_gate") && site.hardware.gpu_vendor == GpuVendor::none)
+        diags.warning(site.where("hardware.driver_gate"), "'driver_gate' has no effect: hardware.gpu_vendor is 'none'");
+    if (site.collectives.min_busbw_percent > 0 && (site.hardware.network_links == 0 || site.hardware.link_gbps == 0))
+        diags.error(site.where("collectives.min_busbw_percent"),
+                    "min_busbw_percent needs the per-node link bandwidth it is a fraction of",
+                    "set hardware.network_links and hardware.link_gbps");
 }
 
 // Values are written as they are: a module's setenv and the wrapper's exports never expand

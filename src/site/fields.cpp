@@ -99,6 +99,15 @@ const std::vector<Field<Hardware>>& fields_of() {
          .requirement = "required by binding style `numa`",
          .meaning = "For device i, the NUMA node (OS index) whose cores are nearest to it, e.g. `[3, 3, 1, 1, 0, 0, 2, 2]`; "
                     "`sitegen topology import` fills it."},
+        {.key = "driver_gate", .member = &Hardware::driver_gate, .requirement = "default `refuse`",
+         .meaning = "What a module does when the node's GPU driver is older than its stack's `min_driver`: "
+                    "`refuse` to load (LmodError) or `warn` and load."},
+        {.key = "network_links", .member = &Hardware::network_links, .min = 0, .max = 64,
+         .requirement = "default 0 (unknown)",
+         .meaning = "Network links (NICs) per node the collectives use; with link_gbps, the peak the acceptance "
+                    "job compares a multi-node all_reduce's bus bandwidth with."},
+        {.key = "link_gbps", .member = &Hardware::link_gbps, .min = 0, .max = 100000,
+         .requirement = "default 0 (unknown)", .meaning = "Line rate of each network link in Gbit/s (Slingshot-11: 200)."},
     };
     return rows;
 }
@@ -233,6 +242,10 @@ const std::vector<Field<Collectives>>& fields_of() {
                     "unset. LUMI's check that aws-ofi-rccl is used: `NCCL_DEBUG=INFO`, then `NET/OFI` lines in the log."},
         {.key = "debug_subsys", .member = &Collectives::debug_subsys, .requirement = "optional, with debug_switch",
          .meaning = "NCCL_DEBUG_SUBSYS the switch sets unless the job already has one (LUMI: `INIT,COLL`)."},
+        {.key = "min_busbw_percent", .member = &Collectives::min_busbw_percent, .min = 0, .max = 100,
+         .requirement = "default 0 (report only)",
+         .meaning = "The acceptance job fails a multi-node all_reduce whose bus bandwidth is under this percentage "
+                    "of `hardware.network_links` x `hardware.link_gbps`."},
     };
     return rows;
 }
@@ -342,6 +355,12 @@ const std::vector<Field<Stack>>& fields_of() {
                     "`eb --check-contrib` requires and a full install verifies; unset, the easyconfig has none."},
         {.key = "venv_extension", .member = &Stack::venv_extension, .requirement = "default false",
          .meaning = "Ship `extend-venv-activate` for user venvs."},
+        {.key = "min_driver", .member = &Stack::min_driver,
+         .meaning = "Oldest GPU driver the stack's image or wheels need, as the node's driver version file "
+                    "numbers it (NVIDIA: `/proc/driver/nvidia/version`, e.g. `535.104.05`; AMD: the amdgpu module's "
+                    "`/sys/module/amdgpu/version`; Intel: the i915 module's `/sys/module/i915/version`). On an older "
+                    "node the module refuses to load (or warns: `hardware.driver_gate`); `doctor` and the acceptance "
+                    "job check it too."},
         // Starts as the site's [python] (the loader copies it into each stack), key by key overridden.
         {.key = "python", .member = &Stack::python, .same_keys_as = "python",
          .meaning = "Overrides keys of `[python]` for this stack.",

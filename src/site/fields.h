@@ -32,7 +32,7 @@ using Member = std::variant<ExtendsPaths, std::string T::*, int T::*, bool T::*,
                             Collectives T::*, Container T::*, Python T::*, std::vector<Bind> T::*,
                             std::vector<Stack> T::*, VisibilityPolicy T::*, RankStarter T::*,
                             ModuleSystem T::*, ProfileWhen T::*, std::vector<ProfileVar> T::*,
-                            std::vector<Profile> T::*, std::vector<InstallStep> T::*>;
+                            std::vector<Profile> T::*, std::vector<InstallStep> T::*, DriverGate T::*>;
 
 // Which names a table of strings accepts as keys.
 enum class KeyNames { env_vars, free };

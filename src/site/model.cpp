@@ -46,6 +46,8 @@ static_assert(in_declaration_order(kRankStarters));
 constexpr EnumName<ModuleSystem> kModuleSystems[] = {{ModuleSystem::lmod, "lmod"},
                                                      {ModuleSystem::environment_modules, "environment-modules"}};
 static_assert(in_declaration_order(kModuleSystems));
+constexpr EnumName<DriverGate> kDriverGates[] = {{DriverGate::refuse, "refuse"}, {DriverGate::warn, "warn"}};
+static_assert(in_declaration_order(kDriverGates));
 
 static_assert(in_declaration_order(kSchedulers) && in_declaration_order(kLaunchers) &&
               in_declaration_order(kGpuVendors) && in_declaration_order(kCollectiveLibs) &&
@@ -69,6 +71,7 @@ template <> std::span<const EnumName<BindingStyle>> enum_names() { return kBindi
 template <> std::span<const EnumName<VisibilityPolicy>> enum_names() { return kVisibilityPolicies; }
 template <> std::span<const EnumName<RankStarter>> enum_names() { return kRankStarters; }
 template <> std::span<const EnumName<ModuleSystem>> enum_names() { return kModuleSystems; }
+template <> std::span<const EnumName<DriverGate>> enum_names() { return kDriverGates; }
 
 std::string to_string(Scheduler v) { return name_of(v); }
 std::string to_string(Launcher v) { return name_of(v); }
@@ -80,6 +83,7 @@ std::string to_string(BindingStyle v) { return name_of(v); }
 std::string to_string(VisibilityPolicy v) { return name_of(v); }
 std::string to_string(RankStarter v) { return name_of(v); }
 std::string to_string(ModuleSystem v) { return name_of(v); }
+std::string to_string(DriverGate v) { return name_of(v); }
 
 SourceRegion Site::where(const std::string& path) const {
     std::string p = path;

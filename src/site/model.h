@@ -31,6 +31,8 @@ enum class VisibilityPolicy { narrow, all, shared };
 enum class RankStarter { launcher, torchrun };
 // Which program reads the modulefiles: Lmod (Lua modulefiles) or Environment Modules (Tcl).
 enum class ModuleSystem { lmod, environment_modules };
+// What a module does on a node whose GPU driver is older than its stack's min_driver.
+enum class DriverGate { refuse, warn };
 
 // One name table per enumeration, in declaration order (as Lua's ltm.h "ORDER TM"; model.cpp
 // static_asserts it). The loader, `sitegen schema`, the rules' view and to_string all read
@@ -52,6 +54,7 @@ template <> std::span<const EnumName<BindingStyle>> enum_names();
 template <> std::span<const EnumName<VisibilityPolicy>> enum_names();
 template <> std::span<const EnumName<RankStarter>> enum_names();
 template <> std::span<const EnumName<ModuleSystem>> enum_names();
+template <> std::span<const EnumName<DriverGate>> enum_names();
 
 std::string to_string(Scheduler);
 std::string to_string(Launcher);
@@ -63,6 +66,7 @@ std::string to_string(BindingStyle);
 std::string to_string(VisibilityPolicy);
 std::string to_string(RankStarter);
 std::string to_string(ModuleSystem);
+std::string to_string(DriverGate);
 
 // Ordered name=value pairs (TOML tables keep source order; we sort where output needs it).
 using EnvList = std::vector<std::pair<std::string, std::string>>;
@@ -97,6 +101,9 @@ struct Hardware {
     std::vector<std::string> nics;
     std::string interconnect;
     std::vector<int> device_numa;  // device_numa[i]: the NUMA node of device i (binding style numa)
+    DriverGate driver_gate = DriverGate::refuse;  // a stack's min_driver not met: refuse or warn
+    int network_links = 0;  // network links (NICs) per node used by collectives; 0 = unknown
+    int link_gbps = 0;      // line rate of each link in Gbit/s; 0 = unknown
 };
 
 // How ranks are pinned: cores_per_rank cores of each device's domain, skipping reserved
@@ -151,6 +158,9 @@ struct Collectives {
     std::string network_plugin_version;    // the plugin's version (a stack's components entry overrides it)
     bool debug_switch = false;  // SITEGEN_NCCL_DEBUG=LEVEL in the job sets NCCL_DEBUG for the ranks
     std::string debug_subsys;   // NCCL_DEBUG_SUBSYS with the switch on (empty: the library's default)
+    // The acceptance job fails a multi-node all_reduce whose bus bandwidth is under this
+    // percentage of network_links * link_gbps; 0 = report only.
+    int min_busbw_percent = 0;
 };
 
 struct Bind {
@@ -215,6 +225,7 @@ struct Stack {
     EnvList env;                // extra variables the module sets
     bool venv_extension = false;  // ship extend-venv-activate
     std::vector<InstallStep> install;  // pip installs with their own settings, in order
+    std::string min_driver;     // oldest GPU driver version the image or wheels need; "" = no gate
 
     std::string module_version() const { return version + versionsuffix; }
     std::string module_full_name() const { return name + "/" + module_version(); }

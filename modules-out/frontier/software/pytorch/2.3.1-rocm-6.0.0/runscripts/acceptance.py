@@ -9,12 +9,16 @@ launches N ranks here, bound as the site's launcher binds them.
 
 Every rank checks that its CPU affinity is the set the site implies, that it sees the
 devices the visibility policy gives it, that all_reduce gives the exact sum, and (NCCL/RCCL
-with a network plugin) that the plugin carries the traffic; rank 0 reports the all_reduce
-bus bandwidth and one verdict line: ACCEPTANCE PASS, or ACCEPTANCE FAIL with the failing ranks.
+with a network plugin) that the plugin carries the traffic, across nodes that NCCL/RCCL did
+not fall back to sockets, and that the node's GPU driver is the stack's MIN_DRIVER or newer;
+rank 0 reports the all_reduce bus bandwidth (across nodes, as a share of the network's peak,
+failing under MIN_BUSBW_PERCENT) and one verdict line: ACCEPTANCE PASS, or ACCEPTANCE FAIL
+with the failing ranks.
 """
 import argparse
 import datetime
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -58,6 +62,16 @@ COLLECTIVE_ENV = [
     ('NCCL_SOCKET_IFNAME', 'hsn0,hsn1,hsn2,hsn3'),
 ]
 SIZES_MIB = [8, 64, 256]  # all_reduce sizes for the bus bandwidth
+# The GPU driver the stack needs (stacks.min_driver; "" = not checked), read from its version
+# file as the module's driver gate does (SITEGEN_DRIVER_VERSION_FILE names another).
+MIN_DRIVER = ''
+DRIVER_VERSION_FILE = '/sys/module/amdgpu/version'
+DRIVER = 'AMD GPU driver (amdgpu)'
+# Across nodes, the best all_reduce bus bandwidth as a share of NETWORK_LINKS x LINK_GBPS
+# (hardware.network_links, link_gbps); under MIN_BUSBW_PERCENT (collectives.min_busbw_percent) fails.
+NETWORK_LINKS = 0
+LINK_GBPS = 0
+MIN_BUSBW_PERCENT = 0
 
 BACKENDS = {'nccl': 'nccl', 'rccl': 'nccl', 'oneccl': 'ccl', 'gloo': 'gloo'}
 # NCCL's own transports; a network plugin replaces them.
@@ -319,8 +333,9 @@ def bandwidth(me, torch, dist, device, group, args):
         me.timings[mib] = (time.perf_counter() - start) / args.iterations
 
 
-def network_plugin(me, logdir):
-    """NCCL/RCCL log (NCCL_DEBUG=INFO) names the network it uses: 'Using network AWS Libfabric'."""
+def nccl_network(logdir):
+    """The network NCCL/RCCL picked, from its NCCL_DEBUG=INFO logs ('Using network AWS Libfabric'), and
+    up to 5 of its NET/ lines."""
     used, lines = None, []
     for name in sorted(os.listdir(logdir)):
         with open(os.path.join(logdir, name), errors='replace') as f:
@@ -329,14 +344,81 @@ def network_plugin(me, logdir):
                     used = line.split('Using network ', 1)[1].strip()
                 if 'NET/' in line and len(lines) < 5:
                     lines.append(line.strip())
-    if used is None:
-        me.check('network plugin', False, '%s logged no "Using network" line (NCCL_DEBUG=INFO): cannot tell '
-                 'whether %s was used' % (LIBRARY, NETWORK_PLUGIN))
-    elif used in BUILT_IN_NETWORKS:
-        me.check('network plugin', False, '%s used its built-in %s transport, not %s%s'
-                 % (LIBRARY, used, NETWORK_PLUGIN, (': ' + lines[0]) if lines else ''))
+    return used, lines
+
+
+def network_check(me, used, lines, multi_node):
+    """A named network plugin must carry the traffic; across nodes the socket fallback never does
+    (NCCL/RCCL log 'Using network Socket' when no plugin or InfiniBand loads)."""
+    if NETWORK_PLUGIN:
+        if used is None:
+            me.check('network plugin', False, '%s logged no "Using network" line (NCCL_DEBUG=INFO): cannot tell '
+                     'whether %s was used' % (LIBRARY, NETWORK_PLUGIN))
+        elif used in BUILT_IN_NETWORKS:
+            me.check('network plugin', False, '%s used its built-in %s transport, not %s%s'
+                     % (LIBRARY, used, NETWORK_PLUGIN, (': ' + lines[0]) if lines else ''))
+        else:
+            me.check('network plugin', True, '%s uses network %s (%s expected)' % (LIBRARY, used, NETWORK_PLUGIN))
+    elif multi_node:
+        if used is None:
+            me.check('network', False, '%s logged no "Using network" line (NCCL_DEBUG=INFO): cannot tell '
+                     'which network carries the traffic between nodes' % LIBRARY)
+        elif used == 'Socket':
+            me.check('network', False, '%s fell back to TCP sockets (NET/Socket) between nodes, not the high-speed '
+                     'network%s' % (LIBRARY, (': ' + lines[0]) if lines else ''))
+        else:
+            me.check('network', True, '%s uses network %s between nodes' % (LIBRARY, used))
+
+
+def driver_version(text):
+    """The first run of digits and dots with a dot in it, as the module's driver gate reads it:
+    '535.104.05' from 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  ...'."""
+    m = re.search(r'[0-9]+\.[0-9][0-9.]*', text)
+    return m.group(0).rstrip('.') if m else None
+
+
+def older(version, minimum):
+    """Number by number, missing trailing numbers 0: '535.104.05' < '535.129.3'."""
+    x, y = [int(n) for n in re.findall(r'[0-9]+', version)], [int(n) for n in re.findall(r'[0-9]+', minimum)]
+    n = max(len(x), len(y))
+    return x + [0] * (n - len(x)) < y + [0] * (n - len(y))
+
+
+def driver_check(me):
+    """The module's driver gate again, on every rank's node: MIN_DRIVER against the GPU driver's
+    version file (SITEGEN_DRIVER_VERSION_FILE names another, for tests)."""
+    if not MIN_DRIVER or not DRIVER_VERSION_FILE:
+        return
+    path = os.environ.get('SITEGEN_DRIVER_VERSION_FILE') or DRIVER_VERSION_FILE
+    try:
+        with open(path, errors='replace') as f:
+            found = driver_version(f.read())
+    except OSError as e:
+        me.say('driver: not checked: %s (%s %s or newer needed)' % (e.strerror or e, DRIVER, MIN_DRIVER))
+        return
+    if found is None:
+        me.check('driver', False, '%s holds no version' % path)
     else:
-        me.check('network plugin', True, '%s uses network %s (%s expected)' % (LIBRARY, used, NETWORK_PLUGIN))
+        me.check('driver', not older(found, MIN_DRIVER), '%s %s (%s); %s or newer needed'
+                 % (DRIVER, found, path, MIN_DRIVER))
+
+
+def busbw_fraction(busbw, hosts):
+    """(verdict, line) for the best all_reduce bus bandwidth (GB/s) against the node's network peak,
+    NETWORK_LINKS x LINK_GBPS. Only across nodes: on one node the traffic stays on the intra-node
+    fabric, which the network peak says nothing about. verdict None: nothing to judge."""
+    peak = NETWORK_LINKS * LINK_GBPS / 8.0
+    if peak <= 0:
+        return None, None
+    if hosts < 2:
+        return None, ('bus bandwidth %.3f GB/s on 1 node (intra-node): not compared with the network peak '
+                      '%.4g GB/s' % (busbw, peak))
+    percent = 100.0 * busbw / peak
+    line = ('bus bandwidth %.3f GB/s = %.1f%% of the node\'s network peak %.4g GB/s (%d links x %d Gbit/s)'
+            % (busbw, percent, peak, NETWORK_LINKS, LINK_GBPS))
+    if MIN_BUSBW_PERCENT <= 0:
+        return None, line
+    return percent >= MIN_BUSBW_PERCENT, line + '; %d%% required' % MIN_BUSBW_PERCENT
 
 
 def cross_checks(results):
@@ -392,6 +474,25 @@ def cross_checks(results):
     return failures
 
 
+def bandwidth_report(timed, args, world, hosts, failing, results):
+    """Prints the best bus bandwidth against the network peak; a fraction under the site's minimum
+    fails every rank (the measure is the job's). Returns the names of the checks it made."""
+    best = 0.0
+    for mib in args.sizes:
+        seconds = max(t.get(mib, 0.0) for t in timed)
+        nbytes = max(1, int(mib * 1024 * 1024) // 4) * 4
+        if seconds > 0:
+            best = max(best, nbytes / seconds / 1e9 * 2 * (world - 1) / world)
+    ok, line = busbw_fraction(best, hosts)
+    if line:
+        print(line)
+    if ok is None:
+        return []
+    if not ok:
+        failing.setdefault('bus bandwidth', set()).update(r['rank'] for r in results)
+    return ['bus bandwidth']
+
+
 def report(results, args, world):
     """Rank 0: the table of checks, the bandwidth and the verdict line."""
     failures = cross_checks(results)
@@ -405,6 +506,8 @@ def report(results, args, world):
         for name, detail in failures.get(r['rank'], []):
             print('rank %d on %s: %s FAIL: %s' % (r['rank'], r['host'], name, detail))
     timed = [r['timings'] for r in results if r['timings']]
+    hosts = len(set(r['host'] for r in results))
+    judged = []
     if timed:
         print('all_reduce bus bandwidth (%s, %d ranks, float32, %d iterations; busbw = algbw * 2(n-1)/n):'
               % (LIBRARY, world, args.iterations))
@@ -415,11 +518,11 @@ def report(results, args, world):
             algbw = nbytes / seconds / 1e9 if seconds > 0 else 0.0
             print('%8.4g MiB %9.3f ms %9.3f GB/s %9.3f GB/s'
                   % (mib, seconds * 1e3, algbw, algbw * 2 * (world - 1) / world))
-    hosts = len(set(r['host'] for r in results))
+        judged = bandwidth_report(timed, args, world, hosts, failing, results)
     where = '%s on %s: %d rank%s on %d node%s' % (STACK, SITE, world, '' if world == 1 else 's',
                                                   hosts, '' if hosts == 1 else 's')
     if not failing:
-        names = sorted(set(name for r in results for name, _, _ in r['checks']))
+        names = sorted(set(name for r in results for name, _, _ in r['checks']) | set(judged))
         return 'ACCEPTANCE PASS: %s; %s ok\n' % (where, ', '.join(names))
     ranks = set().union(*failing.values())
     why = '; '.join('%s: ranks %s' % (name, rank_list(rs)) for name, rs in sorted(failing.items()))
@@ -430,7 +533,9 @@ def run_rank(args):
     me = Rank()
     bind_as_launcher(me)
     logdir = None
-    if LIBRARY in ('nccl', 'rccl') and NETWORK_PLUGIN:
+    multi_node = me.world > int(os.environ['LOCAL_WORLD_SIZE'])
+    driver_check(me)
+    if LIBRARY in ('nccl', 'rccl') and (NETWORK_PLUGIN or multi_node):
         # Before torch loads NCCL: log the network it picks, one file per process.
         logdir = tempfile.mkdtemp(prefix='sitegen-nccl-log-')
         os.environ['NCCL_DEBUG'] = 'INFO'
@@ -461,7 +566,8 @@ def run_rank(args):
         except Exception as e:  # noqa: BLE001 (a collective error is a finding, not a crash)
             me.check('all_reduce', False, '%s: %s' % (type(e).__name__, e))
     if logdir:
-        network_plugin(me, logdir)
+        used, lines = nccl_network(logdir)
+        network_check(me, used, lines, multi_node)
         shutil.rmtree(logdir, ignore_errors=True)
     for name, ok, detail in me.checks:
         me.say('%s %s: %s' % (name, 'ok' if ok else 'FAIL', detail))
