@@ -328,6 +328,27 @@ struct Doctor {
                 }
         };
         scan(site.collectives.env, "collectives.env.");
+        // The profiles the site selects, and those they extend (by name, each once).
+        std::vector<std::string> todo = site.collectives.profiles;
+        std::set<std::string> seen;
+        while (!todo.empty()) {
+            const std::string name = todo.back();
+            todo.pop_back();
+            if (!seen.insert(name).second) continue;
+            for (size_t p = 0; p < site.profiles.size(); ++p) {
+                if (site.profiles[p].name != name) continue;
+                const Profile& profile = site.profiles[p];
+                todo.insert(todo.end(), profile.extends.begin(), profile.extends.end());
+                for (size_t v = 0; v < profile.vars.size(); ++v) {
+                    const ProfileVar& var = profile.vars[v];
+                    if (var.name == "NCCL_SOCKET_IFNAME" || var.name == "GLOO_SOCKET_IFNAME" || var.name == "TP_SOCKET_IFNAME") {
+                        ++lists;
+                        check_ifname_list("profiles." + std::to_string(p) + ".vars." + std::to_string(v) + ".value",
+                                          var.name, var.value);
+                    }
+                }
+            }
+        }
         for (size_t s = 0; s < site.stacks.size(); ++s) scan(site.stacks[s].env, "stacks." + std::to_string(s) + ".env.");
         checked.push_back("network: " + plural(hw.nics.size(), "NIC") + ", " + plural(lists, "socket interface list"));
     }

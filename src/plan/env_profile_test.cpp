@@ -120,7 +120,7 @@ TEST_CASE("versions and globs compare as documented", "[env_profile]") {
     CHECK_FALSE(glob_matches("a?c", "ac"));
 }
 
-TEST_CASE("each condition kind selects per stack; node counts stay run-time settings", "[env_profile]") {
+TEST_CASE("each condition kind selects per stack, node counts stay run-time settings", "[env_profile]") {
     Site site = site_from(kProfiles);
     // Bare metal, plugin 1.4.0 (the stack's components), stack 2.1.0 with a rocm-6.0 image.
     CHECK(shown(resolve_env(site, site.stacks[0])) ==
@@ -142,7 +142,7 @@ TEST_CASE("each condition kind selects per stack; node counts stay run-time sett
     CHECK(std::find(names.begin(), names.end(), "ONLY_NCCL=1") != names.end());
 }
 
-TEST_CASE("profiles apply after those they extend, each once; origins name the entry", "[env_profile]") {
+TEST_CASE("profiles apply after those they extend, each once, origins name the entry", "[env_profile]") {
     Site site = site_from(kProfiles);
     site.collectives.profiles = {"site", "fabric", "nosuch"};
     CHECK(profile_order(site) == std::vector<size_t>{0, 1});

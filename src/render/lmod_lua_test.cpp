@@ -356,7 +356,7 @@ TEST_CASE("same site, same bytes, and env order in the site file does not matter
     }
 }
 
-TEST_CASE("driver gate: the Lua check, quoted, first in the module; the self-check loads it", "[emit][modulefile][driver]") {
+TEST_CASE("driver gate: the Lua check, quoted, first in the module, the self-check loads it", "[emit][modulefile][driver]") {
     Site site = system_site();
     site.hardware.gpu_vendor = GpuVendor::amd;
     // Hostile (check refuses it; the writer must still keep it a string): ends a quoted string.

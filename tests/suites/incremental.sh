@@ -93,7 +93,7 @@ after "site-wide field" "$one $two"
 check_contains "site-wide field: the job script has the new time" "--time=00:20:00" \
   "$(cat "$inc/modules-out/lumi/software/$one/runscripts/job.slurm")"
 
-sed -i 's/^NCCL_NET_GDR_LEVEL = "3"/NCCL_NET_GDR_LEVEL = "2"/' "$sites/shared/amd-mi250x-slingshot.toml"
+sed -i '/^name = "NCCL_NET_GDR_LEVEL"$/{n;s/^value = "3"$/value = "2"/}' "$sites/shared/slingshot.toml"
 after "extends fragment" "$one $two"
 check_contains "extends fragment: the module has the new value" 'NCCL_NET_GDR_LEVEL", "2"' "$(cat "$module_one")"
 

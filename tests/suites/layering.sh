@@ -66,5 +66,11 @@ else
 fi
 # -Werror=switch makes a missing enumerator a compile error.
 check_contains "-Werror=switch in CMakeLists.txt" "-Werror=switch" "$(cat "$root/CMakeLists.txt")"
+# ctest splits a Catch2 test name at ';' into names that match nothing (and then fail).
+if grep -rn --include='*_test.cpp' -E 'TEST_CASE\("[^"]*;' . >"$SCRATCH/semicolons"; then
+  fail "unit test names with ';' (ctest splits them): $(cat "$SCRATCH/semicolons")"
+else
+  pass "no ';' in unit test names"
+fi
 
 finish

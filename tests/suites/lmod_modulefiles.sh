@@ -87,6 +87,7 @@ CCL_KVS_MODE=mpi
 CCL_KVS_USE_MPI_RANKS=1
 CCL_LOG_LEVEL=WARN
 CCL_PROCESS_LAUNCHER=pmix
+CCL_ROOT=$env/lib/python3.10/site-packages/oneccl_bindings_for_pytorch
 CCL_ZE_CACHE_OPEN_IPC_HANDLES_THRESHOLD=1024
 CONDA_DEFAULT_ENV=$env
 CONDA_PREFIX=$env
@@ -99,6 +100,7 @@ MPIR_CVAR_ENABLE_GPU=0
 NUMEXPR_NUM_THREADS=64
 PATH=$env/bin:$r/bin:/usr/bin:/bin
 RUNSCRIPTS=$r/runscripts
+ZE_FLAT_DEVICE_HIERARCHY=FLAT
 EOV
     ;;
     local) r=$out/modules-out/local/software/pytorch/1.13.1-cpu; cat <<EOV

@@ -72,7 +72,9 @@ mutated=$SCRATCH/sites
 cp -r "$root/sites" "$mutated"
 shared=$mutated/shared/amd-mi250x-slingshot.toml
 sed -i 's/^cores_per_node = 64$/cores_per_node = 128/; s/"48-55", "56-63", "16-23", "24-31", "0-7"/"0-7", "56-63", "16-23", "24-31", "48-55"/;
-  s/reserved_cores = \[0, 8,/reserved_cores = [0, 100,/; s/"hsn3"\]/"hsn4"]/; s/hsn0,hsn1,hsn2,hsn3/hsn0,hsn1,hsn2,hsn4/' "$shared"
+  s/reserved_cores = \[0, 8,/reserved_cores = [0, 100,/; s/"hsn3"\]/"hsn4"]/' "$shared"
+# NCCL_SOCKET_IFNAME is a setting of the Slingshot profile (sites/shared/slingshot.toml).
+sed -i 's/"hsn0,hsn1,hsn2,hsn3"/"hsn0,hsn1,hsn2,hsn4"/' "$mutated/shared/slingshot.toml"
 sed -i 's#base_modules = \["LUMI/24.03"\]#base_modules = ["LUMI/23.09"]#; s#^image = "lumi-pytorch#image = "old-lumi-pytorch#' \
   "$mutated/lumi/site.toml"
 rmdir "$node/flash"
@@ -80,17 +82,17 @@ code=$(doctor "$mutated" lumi --topology "$fixtures/lumi.xml" --root "$node")
 mkdir "$node/flash"
 err=$(<"$SCRATCH/err")
 check_eq "lumi mutated: exit 1" "1" "$code"
-s=$mutated/shared/amd-mi250x-slingshot.toml l=$mutated/lumi/site.toml x=$fixtures/lumi.xml
+s=$mutated/shared/amd-mi250x-slingshot.toml p=$mutated/shared/slingshot.toml l=$mutated/lumi/site.toml x=$fixtures/lumi.xml
 for want in \
-  "$s:7:18: error: 'cores_per_node' is 128 but the node of $x has 64 cores" \
-  "$s:10:17: error: device 0 is listed with cores 0-7, but on the node of $x it is near 48-63" \
-  "$s:10:51: error: device 4 is listed with cores 48-55, but on the node of $x it is near 0-15" \
-  "$s:12:22: error: reserved core 100 is not a core of the node of $x" \
-  "$s:13:33: error: NIC 'hsn4' does not exist on the node of $x" \
-  "$s:26:1: error: NCCL_SOCKET_IFNAME names network interface 'hsn4', which the node of $x does not have" \
+  "$s:8:18: error: 'cores_per_node' is 128 but the node of $x has 64 cores" \
+  "$s:11:17: error: device 0 is listed with cores 0-7, but on the node of $x it is near 48-63" \
+  "$s:11:51: error: device 4 is listed with cores 48-55, but on the node of $x it is near 0-15" \
+  "$s:13:22: error: reserved core 100 is not a core of the node of $x" \
+  "$s:14:33: error: NIC 'hsn4' does not exist on the node of $x" \
+  "$p:17:9: error: NCCL_SOCKET_IFNAME names network interface 'hsn4', which the node of $x does not have" \
   "$l:11:17: error: base module 'LUMI/23.09' is not available: Lmod cannot find it" \
-  "$l:33:12: error: bind path '/flash' does not exist on the node of $x" \
-  "$l:48:9: error: image 'old-lumi-pytorch-rocm-6.0.3-python-3.12-pytorch-v2.3.1-dockerhash-2c1c14cafd28.sif' of stack" \
+  "$l:48:12: error: bind path '/flash' does not exist on the node of $x" \
+  "$l:63:9: error: image 'old-lumi-pytorch-rocm-6.0.3-python-3.12-pytorch-v2.3.1-dockerhash-2c1c14cafd28.sif' of stack" \
   "  note: hwloc: device 0 is rsmi0 (PCI 0000:c1:00.0), near cores 48-63 (NUMA node 3), under Group0 L#3; \`sitegen topology import\` suggests \"48-55\"" \
   "sitegen doctor: lumi against $x (files under $node): 9 mismatches"; do
   check_contains "lumi mutated: $want" "$want" "$err"
