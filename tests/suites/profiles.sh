@@ -3,7 +3,9 @@
 # every site in sites/ and every stack, real Lmod's `module show` sets exactly explain's
 # any-node-count settings and the acceptance job lists the one-node ones; Frontier with a
 # declared plugin version: NCCL_NET only from the rank wrapper and only on multi-node runs
-# (under a fake Slurm step environment), never in the module or the --direct list. Expected
+# (under a fake Slurm step environment), never in the module or the --direct list; every
+# bare-metal site's rank wrapper, started as its scheduler (Slurm, PBS, Flux) starts a rank on
+# one node and on two, exports exactly explain's settings for that node count. Expected
 # values are written by hand from sites/shared/slingshot.toml.
 set -euo pipefail
 sitegen=$(realpath "${1:?usage: profiles.sh SITEGEN}")
@@ -119,5 +121,89 @@ FI_MR_CACHE_MONITOR=userfaultfd" "$(rank 16 '8(x2)' 'frontier[001-002]')"
 if shellcheck -s bash "$rs/python-distributed"; then pass; else fail "frontier-ofi: the wrapper with a node-count block is not shellcheck-clean"; fi
 check_contains "frontier-ofi: the module help says who sets NCCL_NET" \
   "NCCL_NET=OFI on multi-node runs  (profile slingshot)" "$(lmod_show "$SCRATCH/out/modules-out/frontier-ofi/modulefiles" pytorch/2.3.1-rocm-6.0.0)"
+
+# 4. Every bare-metal site, every stack: its rank wrapper, started as its scheduler starts a
+# rank (one rank per node; one node, then two), exports exactly explain's settings for that
+# node count (the stack's own env is the module's, not the wrapper's). Container sites' wrappers
+# run inside the image; their names reach it as checked by the module test above.
+for name in python python3 python3.10 python3.11 python3.12; do
+  cat >"$fakebin/$name" <<'SH'
+#!/bin/bash
+# Stand-in for python: the environment a rank starts with.
+env
+SH
+  chmod +x "$fakebin/$name"
+done
+ln -sf "$root/tests/tools/flux" "$fakebin/flux"
+printf 'n1\nn2\n' >"$SCRATCH/nodefile"
+# The program, for wrappers that run a python by its path (the local site's /usr/bin/python3).
+printf 'import os\nfor k, v in os.environ.items():\n    print(k + "=" + v)\n' >"$SCRATCH/x.py"
+# expected SCOPE EXPLAINED: NAME=value (or NAME=<unset>) per wrapper-set name, for one node
+# (single) or several (multi), from explain's lines.
+expected_for() {
+  python3 - "$1" "$2" <<'PY'
+import shlex, sys
+scope, text = sys.argv[1], sys.argv[2]
+seen, got = [], {}
+for line in text.splitlines():
+    if not line.strip() or '  stacks.' in line:
+        continue
+    name, value = shlex.split(line)[0].split('=', 1)
+    if name not in seen:
+        seen.append(name)
+    if line.endswith('single-node)') and scope != 'single':
+        continue
+    if line.endswith('multi-node)') and scope != 'multi':
+        continue
+    got[name] = value
+for name in sorted(seen):
+    print(f"{name}={got.get(name, '<unset>')}")
+PY
+}
+# rank_env SCHEDULER RUNSCRIPTS NODES: the environment one rank of a NODES-node run starts with.
+rank_env() {
+  local base=(PATH="$fakebin:/usr/bin:/bin" HOME="$SCRATCH" USER=root)
+  case $1 in
+    slurm) local per="1" list=n1
+      [[ $3 == 2 ]] && per="1(x2)" list="n[1-2]"
+      env -i "${base[@]}" SLURM_JOB_ID=77 SLURM_PROCID=0 SLURM_NTASKS="$3" SLURM_LOCALID=0 SLURM_NODEID=0 \
+        SLURM_STEP_TASKS_PER_NODE="$per" SLURM_STEP_NODELIST="$list" SLURM_JOB_NODELIST="$list" bash "$2/python-distributed" x.py ;;
+    pbs)
+      env -i "${base[@]}" PBS_JOBID=4242.pbs PBS_NODEFILE="$SCRATCH/nodefile" PALS_RANKID=0 PALS_LOCAL_RANKID=0 \
+        PMI_SIZE="$3" PMI_LOCAL_SIZE=1 bash "$2/python-distributed" x.py ;;
+    flux)
+      env -i "${base[@]}" FLUX_JOB_ID=123 FLUX_JOB_SIZE="$3" FLUX_JOB_NNODES="$3" FLUX_TASK_RANK=0 FLUX_TASK_LOCAL_ID=0 \
+        MASTER_ADDR=n1 bash "$2/python-distributed" x.py ;;
+  esac
+}
+for site in aurora cirrus frontier frontier-ofi local perlmutter polaris tuolumne; do
+  scheduler=$(python3 -c 'import sys, tomllib; d = tomllib.load(open(sys.argv[1], "rb")); print(d.get("site", {}).get("scheduler", ""))' \
+    "$sites/$site/site.toml")
+  [[ -n $scheduler ]] || scheduler=slurm  # frontier-ofi extends frontier
+  mp=$SCRATCH/out/modules-out/$site/modulefiles
+  while IFS= read -r lua; do
+    module=${lua#"$mp/"}
+    module=${module%.lua}
+    rs=$SCRATCH/out/modules-out/$site/software/$module/runscripts
+    explained=$("$sitegen" explain "$site" "$module")
+    for nodes in 1 2; do
+      scope=single
+      [[ $nodes == 2 ]] && scope=multi
+      want=$(expected_for "$scope" "$explained")
+      if ! envs=$(rank_env "$scheduler" "$rs" "$nodes" 2>&1); then
+        fail "$site $module: the wrapper did not run on $nodes node(s): $envs"
+        continue
+      fi
+      got=""
+      while IFS= read -r line; do
+        name=${line%%=*}
+        value=$(printf '%s\n' "$envs" | sed -n "s/^$name=//p" | head -n 1)
+        printf '%s\n' "$envs" | grep -q "^$name=" || value="<unset>"
+        got+="$name=$value"$'\n'
+      done < <(printf '%s\n' "$want" | grep .)
+      check_eq "$site $module: the wrapper on $nodes node(s) exports explain's $scope-node settings" "$want" "${got%$'\n'}"
+    done
+  done < <(find "$mp" -name '*.lua' ! -name '.modulerc.lua' | sort)
+done
 
 finish
