@@ -10,8 +10,8 @@
 int main(int argc, char** argv) {
     using namespace sitegen;
     CLI::App app{"sitegen " SITEGEN_VERSION
-                 ": compile declarative HPC site descriptions (sites/<name>/site.toml) into Lmod "
-                 "modulefiles, EasyBuild easyconfigs, venv-activate extensions and runscripts "
+                 ": compile declarative HPC site descriptions (sites/<name>/site.toml) into Lmod or "
+                 "Environment Modules modulefiles, EasyBuild easyconfigs, venv-activate extensions and runscripts "
                  "for PyTorch stacks.\n\nExit codes: 0 ok, 1 errors in site definitions, 2 usage, "
                  "3 I/O or output-tree errors (nothing is written unless the whole build succeeds)."};
     app.set_version_flag("--version", "sitegen " SITEGEN_VERSION);
