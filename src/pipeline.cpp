@@ -106,6 +106,18 @@ bool resolve_and_check(FileSystem& fs, const Request& request, std::vector<Loade
     return true;
 }
 
+// resolve_and_check for the commands that need sites without errors (explain, doctor): on
+// errors they are rendered into `result` with kExitSiteErrors and false is returned; warnings
+// stay in `diags` for the caller.
+bool checked_sites(FileSystem& fs, const Request& request, std::vector<Loaded>& sites, Diagnostics& diags,
+                   Result& result) {
+    if (!resolve_and_check(fs, request, sites, diags, result)) return false;
+    if (!diags.has_errors()) return true;
+    result.err += render_all(diags, reader_for(fs));
+    result.exit_code = kExitSiteErrors;
+    return false;
+}
+
 std::string plural(size_t n, const char* word) {
     return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
@@ -258,13 +270,8 @@ Result run_explain(FileSystem& fs, const Request& request, const std::string& st
     Result result;
     Diagnostics diags;
     std::vector<Loaded> sites;
-    if (!resolve_and_check(fs, request, sites, diags, result)) return result;
     // Warnings are check's business; explain speaks only when the site cannot be explained.
-    if (diags.has_errors()) {
-        result.err += render_all(diags, reader_for(fs));
-        result.exit_code = kExitSiteErrors;
-        return result;
-    }
+    if (!checked_sites(fs, request, sites, diags, result)) return result;
     const Site& site = sites.front().site;
     std::vector<const Stack*> matches;
     std::vector<std::string> names;
@@ -474,12 +481,7 @@ Result run_doctor(FileSystem& fs, const Request& request, const DoctorRequest& d
     }
     Diagnostics diags;
     std::vector<Loaded> sites;
-    if (!resolve_and_check(fs, request, sites, diags, result)) return result;
-    if (diags.has_errors()) {
-        result.err += render_all(diags, reader_for(fs));
-        result.exit_code = kExitSiteErrors;
-        return result;
-    }
+    if (!checked_sites(fs, request, sites, diags, result)) return result;
     const Site& site = sites.front().site;
     NodeTopology topo;
     std::string error;

@@ -6,12 +6,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <sys/wait.h>
 #include <vector>
 
+#include "out/fs.h"
+#include "site/check.h"
 #include "site/load.h"
 
 namespace sitegen::test {
@@ -76,6 +79,22 @@ inline Site load_seed_site(const std::string& name) {
     Diagnostics diags;
     INFO("loading seed site " << name);
     REQUIRE(load_site(*disk, SITEGEN_SOURCE_DIR "/sites", name, site, diags));
+    return site;
+}
+
+// Site "t" from TOML text (sites/t/site.toml) and any other files by path, loaded and
+// checked in memory; a load or check error fails the test.
+inline Site load_checked_site(const std::string& text, const std::map<std::string, std::string>& extra = {}) {
+    MemoryFs fs;
+    fs.files["sites/t/site.toml"] = {text, false};
+    for (const auto& [path, body] : extra) fs.files[path] = {body, false};
+    Site site;
+    Diagnostics diags;
+    const bool loaded = load_site(fs, "sites", "t", site, diags);
+    if (loaded) check_site(site, "t", diags);
+    INFO(diags.error_count() << " errors");
+    REQUIRE(loaded);
+    REQUIRE(diags.error_count() == 0);
     return site;
 }
 

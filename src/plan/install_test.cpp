@@ -9,6 +9,7 @@
 #include "plan/stack_plan.h"
 #include "site/check.h"
 #include "site/load.h"
+#include "test_support.h"
 
 using namespace sitegen;
 
@@ -44,17 +45,7 @@ numpy = "1.26.4"
 }
 
 Site load_checked(const std::string& text, const std::map<std::string, std::string>& extra = {}) {
-    MemoryFs fs;
-    fs.files["sites/t/site.toml"] = {text, false};
-    for (const auto& [path, body] : extra) fs.files[path] = {body, false};
-    Site site;
-    Diagnostics diags;
-    const bool loaded = load_site(fs, "sites", "t", site, diags);
-    if (loaded) check_site(site, "t", diags);
-    INFO(diags.error_count() << " errors");
-    REQUIRE(loaded);
-    REQUIRE(diags.error_count() == 0);
-    return site;
+    return test::load_checked_site(text, extra);
 }
 
 // The steps as one line each: install-dir paths as {I}/rel.

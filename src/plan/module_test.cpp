@@ -7,6 +7,7 @@
 #include "plan/stack_plan.h"
 #include "site/check.h"
 #include "site/load.h"
+#include "test_support.h"
 
 using namespace sitegen;
 
@@ -32,14 +33,7 @@ library = "gloo"
     text += "\n[python]\n" + python +
             "\n[[stacks]]\nname = \"torch\"\nversion = \"2.4.0\"\ndescription = \"t\"\nhomepage = \"https://pytorch.org/\"\n";
     if (!runtime.empty()) text += "image = \"torch.sif\"\n";
-    MemoryFs fs;
-    fs.files["sites/t/site.toml"] = {text, false};
-    fs.files["sites/t/env.yml"] = {"dependencies:\n  - python=3.11\n", false};
-    Site site;
-    Diagnostics diags;
-    REQUIRE(load_site(fs, "sites", "t", site, diags));
-    check_site(site, "t", diags);
-    REQUIRE(diags.error_count() == 0);
+    const Site site = test::load_checked_site(text, {{"sites/t/env.yml", "dependencies:\n  - python=3.11\n"}});
     return plan_site(site, PlanOptions{"/opt/t"}).stacks.front();
 }
 

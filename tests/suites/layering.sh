@@ -20,11 +20,11 @@ declare -A allowed=(
 )
 
 # A renderer is a render/*.cpp that renders outputs; the other render files are shared
-# writers (lua_statements, tcl_statements), the output type (emit.h) and the table of renderers.
+# writers (lua_statements, tcl_statements, module_tree), the output type (emit.h) and the table of renderers.
 renderer_headers=()
 for f in render/*.h; do
   case $f in
-    render/emit.h | render/lua_statements.h | render/tcl_statements.h | render/renderers.h) ;;
+    render/emit.h | render/lua_statements.h | render/tcl_statements.h | render/renderers.h | render/module_tree.h) ;;
     *) renderer_headers+=("$f") ;;
   esac
 done
