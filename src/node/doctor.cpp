@@ -320,32 +320,26 @@ struct Doctor {
                             "NIC '" + hw.nics[i] + "' does not exist on " + node(),
                             "hwloc's NICs: " + nic_list() + (probe.root() == "/" ? "; nor is it in /sys/class/net" : ""));
         size_t lists = 0;
+        auto socket_list = [](const std::string& name) {
+            return name == "NCCL_SOCKET_IFNAME" || name == "GLOO_SOCKET_IFNAME" || name == "TP_SOCKET_IFNAME";
+        };
         auto scan = [&](const EnvList& env, const std::string& prefix) {
             for (const auto& [k, v] : env)
-                if (k == "NCCL_SOCKET_IFNAME" || k == "GLOO_SOCKET_IFNAME" || k == "TP_SOCKET_IFNAME") {
+                if (socket_list(k)) {
                     ++lists;
                     check_ifname_list(prefix + k, k, v);
                 }
         };
         scan(site.collectives.env, "collectives.env.");
-        // The profiles the site selects, and those they extend (by name, each once).
-        std::vector<std::string> todo = site.collectives.profiles;
-        std::set<std::string> seen;
-        while (!todo.empty()) {
-            const std::string name = todo.back();
-            todo.pop_back();
-            if (!seen.insert(name).second) continue;
-            for (size_t p = 0; p < site.profiles.size(); ++p) {
-                if (site.profiles[p].name != name) continue;
-                const Profile& profile = site.profiles[p];
-                todo.insert(todo.end(), profile.extends.begin(), profile.extends.end());
-                for (size_t v = 0; v < profile.vars.size(); ++v) {
-                    const ProfileVar& var = profile.vars[v];
-                    if (var.name == "NCCL_SOCKET_IFNAME" || var.name == "GLOO_SOCKET_IFNAME" || var.name == "TP_SOCKET_IFNAME") {
-                        ++lists;
-                        check_ifname_list("profiles." + std::to_string(p) + ".vars." + std::to_string(v) + ".value",
-                                          var.name, var.value);
-                    }
+        // The profiles the site selects, and those they extend.
+        for (size_t p : profile_order(site)) {
+            const Profile& profile = site.profiles[p];
+            for (size_t v = 0; v < profile.vars.size(); ++v) {
+                const ProfileVar& var = profile.vars[v];
+                if (socket_list(var.name)) {
+                    ++lists;
+                    check_ifname_list("profiles." + std::to_string(p) + ".vars." + std::to_string(v) + ".value", var.name,
+                                      var.value);
                 }
             }
         }

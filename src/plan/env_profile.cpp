@@ -124,27 +124,6 @@ std::string plugin_version(const Site& site, const Stack& stack) {
     return site.collectives.network_plugin_version;
 }
 
-std::vector<size_t> profile_order(const Site& site) {
-    std::vector<size_t> out;
-    std::vector<bool> visiting(site.profiles.size(), false);
-    auto find = [&](const std::string& name) -> std::optional<size_t> {
-        for (size_t i = 0; i < site.profiles.size(); ++i)
-            if (site.profiles[i].name == name) return i;
-        return std::nullopt;
-    };
-    std::function<void(size_t)> visit = [&](size_t i) {
-        if (visiting[i] || std::find(out.begin(), out.end(), i) != out.end()) return;
-        visiting[i] = true;
-        for (const auto& base : site.profiles[i].extends)
-            if (auto j = find(base)) visit(*j);
-        visiting[i] = false;
-        out.push_back(i);
-    };
-    for (const auto& name : site.collectives.profiles)
-        if (auto i = find(name)) visit(*i);
-    return out;
-}
-
 std::vector<EnvSetting> applied_settings(const Site& site, const Stack& stack) {
     std::vector<EnvSetting> out;
     for (const auto& [name, value] : site.collectives.env)

@@ -34,10 +34,6 @@ std::vector<EnvSetting> applied_settings(const Site& site, const Stack& stack);
 // stack's env sets are the stack's (appended last, from_stack).
 std::vector<EnvSetting> resolve_env(const Site& site, const Stack& stack);
 
-// Indices into site.profiles in the order collectives.profiles applies them (each profile
-// after those it extends, each once); unknown names and cycles are skipped (check reports them).
-std::vector<size_t> profile_order(const Site& site);
-
 // The plugin version a stack carries: its components entry named like collectives.network_plugin,
 // else collectives.network_plugin_version ("" = unknown).
 std::string plugin_version(const Site& site, const Stack& stack);

@@ -1,5 +1,9 @@
-// Names of the model's enumerations and source-region lookup.
+// Names of the model's enumerations, source-region lookup and the order of the selected profiles.
 #include "site/model.h"
+
+#include <algorithm>
+#include <functional>
+#include <optional>
 
 namespace sitegen {
 
@@ -97,6 +101,27 @@ SourceRegion Site::where(const std::string& path) const {
     SourceRegion r;
     if (!files.empty()) r = {files.front(), 1, 1};
     return r;
+}
+
+std::vector<size_t> profile_order(const Site& site) {
+    std::vector<size_t> out;
+    std::vector<bool> visiting(site.profiles.size(), false);
+    auto find = [&](const std::string& name) -> std::optional<size_t> {
+        for (size_t i = 0; i < site.profiles.size(); ++i)
+            if (site.profiles[i].name == name) return i;
+        return std::nullopt;
+    };
+    std::function<void(size_t)> visit = [&](size_t i) {
+        if (visiting[i] || std::find(out.begin(), out.end(), i) != out.end()) return;
+        visiting[i] = true;
+        for (const auto& base : site.profiles[i].extends)
+            if (auto j = find(base)) visit(*j);
+        visiting[i] = false;
+        out.push_back(i);
+    };
+    for (const auto& name : site.collectives.profiles)
+        if (auto i = find(name)) visit(*i);
+    return out;
 }
 
 }  // namespace sitegen

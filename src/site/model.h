@@ -279,4 +279,8 @@ struct Site {
     SourceRegion where(const std::string& path) const;
 };
 
+// Indices into site.profiles in the order collectives.profiles applies them (each profile
+// after those it extends, each once); unknown names and cycles are skipped (check reports them).
+std::vector<size_t> profile_order(const Site& site);
+
 }  // namespace sitegen
