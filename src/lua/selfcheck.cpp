@@ -20,6 +20,7 @@ constexpr const char* kRecorder = R"lua(-- modulefile recorder: Lmod's modulefil
 local record, caller, input, host_is_file, host_is_dir = ...
 local type, tostring, select, error, concat, ipairs, pairs = type, tostring, select, error, table.concat, ipairs, pairs
 local setmetatable, sort = setmetatable, table.sort
+local byte, find, sub = string.byte, string.find, string.sub
 local mode, full_name, file_name, env_vars, loading  -- set by begin() for each evaluation
 
 local function fail(message) error(message, 0) end  -- the position is the modulefile's frame
@@ -66,17 +67,23 @@ end
 
 local function getenv(name) return env_vars[name] end
 
+-- Lmod's pathJoin: parts trimmed, joined with "/", "//+" and "/./" collapsed, no trailing "/".
+-- A pattern runs only where a plain test shows it could change the string: patterns cost
+-- the self-check most (a recursive match call per character), and most paths need none.
 local function path_join(...)
   local parts = {}
   for i = 1, select("#", ...) do
     local v = select(i, ...)
     if v and v ~= "" then
       if type(v) ~= "string" then fail(("pathJoin: argument #%d must be a string, got %s"):format(i, type(v))) end
-      parts[#parts + 1] = v:match("^%s*(.-)%s*$")
+      if byte(v) <= 32 or byte(v, -1) <= 32 then v = v:match("^%s*(.-)%s*$") end  -- else no %s to trim
+      parts[#parts + 1] = v
     end
   end
-  local s = concat(parts, "/"):gsub("//+", "/"):gsub("/%./", "/")
-  if #s > 1 then s = s:gsub("/$", "") end
+  local s = concat(parts, "/")
+  if find(s, "//", 1, true) then s = s:gsub("//+", "/") end
+  if find(s, "/./", 1, true) then s = s:gsub("/%./", "/") end
+  if #s > 1 and byte(s, -1) == 47 then s = sub(s, 1, -2) end  -- gsub("/$", "")
   return s
 end
 

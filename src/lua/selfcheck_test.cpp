@@ -169,6 +169,34 @@ TEST_CASE("a good modulefile is recorded exactly, in load and in unload mode", "
     CHECK(check(kGood).empty());
 }
 
+TEST_CASE("pathJoin trims, collapses // and /./ and drops a trailing /, whichever of its shortcuts applies", "[lua][selfcheck]") {
+    // Expected values worked out by hand from the rules (each part trimmed of %s, joined by
+    // "/", "//+" -> "/", then "/./" -> "/" left to right without overlap, one trailing "/" off).
+    const std::string text = R"(setenv("J1", pathJoin("/opt/x", "bin"))
+setenv("J2", pathJoin(" /a ", "b/./c//", ""))
+setenv("J3", pathJoin("/"))
+setenv("J4", pathJoin("a", "/"))
+setenv("J5", pathJoin("\tx\n", "y"))
+setenv("J6", pathJoin("/a/./", "./b"))
+setenv("J7", pathJoin("/a", nil, "b"))
+setenv("J8", pathJoin("", "rel", "x/"))
+setenv("J9", pathJoin("/a//", "//b///c"))
+)";
+    const ModuleRecord load = record_modulefile(text, kPath, "load", {});
+    REQUIRE(load.errors.empty());
+    CHECK(load.changes == std::vector<EnvChange>{
+                              {"setenv", "J1", "/opt/x/bin", 1},
+                              {"setenv", "J2", "/a/b/c", 2},
+                              {"setenv", "J3", "/", 3},
+                              {"setenv", "J4", "a", 4},
+                              {"setenv", "J5", "x/y", 5},
+                              {"setenv", "J6", "/a/./b", 6},
+                              {"setenv", "J7", "/a/b", 7},
+                              {"setenv", "J8", "rel/x", 8},
+                              {"setenv", "J9", "/a/b/c", 9},
+                          });
+}
+
 TEST_CASE("broken modulefiles are rejected with their line", "[lua][selfcheck]") {
     CHECK(check("setenv('A', 'b')\nlocal = 3\n") == Lines{at(2, "syntax error: <name> expected near '='")});
     CHECK(check("-- typo\nsetenvv('A', 'b')\n") ==
