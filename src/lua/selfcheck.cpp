@@ -520,8 +520,18 @@ public:
         if (ready_.ok && !kept.empty()) begin_ = kept.front();
     }
 
+    // A modulefile compiled once for its evaluations in both modes (compiling is a third of an
+    // evaluation's cost); a compile error is kept and is each evaluation's error, as recompiling
+    // would give it again.
+    struct Compiled {
+        bool tried = false;
+        int ref = LUA_NOREF;
+        LuaResult failure;  // ok unless the text did not compile
+    };
+
     ModuleRecord record(const std::string& text, const std::string& chunkname, const std::string& mode,
-                        const std::map<std::string, std::string>& env, const RecordOptions& options) {
+                        const std::map<std::string, std::string>& env, const RecordOptions& options,
+                        Compiled* compiled = nullptr) {
         ModuleRecord rec;
         const bool named = !chunkname.empty() && (chunkname[0] == '@' || chunkname[0] == '=');
         const std::string source = named ? chunkname : "@" + chunkname;
@@ -537,21 +547,35 @@ public:
         } else if (begin_ == LUA_NOREF) {
             rec.errors.push_back(now_.file + ":0: internal error: the recorder failed: " + ready_.describe());
         } else {
-            evaluate(text, source, rec);
+            evaluate(text, source, rec, compiled);
         }
         now_.record = nullptr;
         return rec;
     }
 
+    void release(Compiled& compiled) {
+        if (compiled.ref != LUA_NOREF) sandbox_.release(compiled.ref);
+        compiled = {};
+    }
+
 private:
-    void evaluate(const std::string& text, const std::string& source, ModuleRecord& rec) {
+    void evaluate(const std::string& text, const std::string& source, ModuleRecord& rec, Compiled* compiled) {
         std::vector<int> env;
         const LuaResult fresh = sandbox_.call_kept(begin_, {}, &env);
         if (!fresh.ok || env.empty()) {
             rec.errors.push_back(now_.file + ":0: internal error: the recorder failed: " + fresh.describe());
             return;
         }
-        const LuaResult result = sandbox_.run(text, source, env.front());
+        LuaResult result;
+        if (!compiled) {
+            result = sandbox_.run(text, source, env.front());
+        } else {
+            if (!compiled->tried) {
+                compiled->tried = true;
+                compiled->failure = sandbox_.compile(text, source, compiled->ref);
+            }
+            result = compiled->failure.ok ? sandbox_.run_compiled(compiled->ref, env.front()) : compiled->failure;
+        }
         for (int ref : env) sandbox_.release(ref);
         if (!result.ok)
             rec.errors.push_back(describe_failure(result, now_.file, now_.options->modulerc ? now_.rc_names : now_.api_names));
@@ -570,10 +594,15 @@ void check_one(ModulefileRecorder& recorder, const OutputFile& f, Diagnostics& d
     options.is_dir = [](const std::string&) { return true; };
     options.modulerc = ends_with(f.path, "/.modulerc.lua");
     std::vector<std::string> seen;
-    const ModuleRecord load = recorder.record(f.contents, f.path, "load", {}, options);
+    ModulefileRecorder::Compiled compiled;
+    const ModuleRecord load = recorder.record(f.contents, f.path, "load", {}, options, &compiled);
     report_errors(f.path, load.errors, diags, seen);
-    if (options.modulerc) return;
-    const ModuleRecord unload = recorder.record(f.contents, f.path, "unload", after_load(load), options);
+    if (options.modulerc) {
+        recorder.release(compiled);
+        return;
+    }
+    const ModuleRecord unload = recorder.record(f.contents, f.path, "unload", after_load(load), options, &compiled);
+    recorder.release(compiled);
     report_errors(f.path, unload.errors, diags, seen);
     if (load.errors.empty() && unload.errors.empty()) check_symmetry(f.path, load, unload, diags);
 }

@@ -13,6 +13,7 @@
 #include "site/check.h"
 #include "site/load.h"
 #include "pipeline.h"
+#include "lua/lua_sandbox.h"
 #include "lua/selfcheck.h"
 #include "test_support.h"
 
@@ -195,6 +196,33 @@ setenv("J9", pathJoin("/a//", "//b///c"))
                               {"setenv", "J8", "rel/x", 8},
                               {"setenv", "J9", "/a/b/c", 9},
                           });
+}
+
+TEST_CASE("a chunk compiled once runs in the environment each run gives it; a syntax error fails as run's does", "[lua][selfcheck]") {
+    LuaSandbox sandbox;  // compile/run_compiled: how the self-check evaluates a modulefile twice
+    std::vector<int> envs;
+    REQUIRE(sandbox.run_host_chunk("return { error = error }, { error = error }", "=[envs]", {}, envs).ok);
+    REQUIRE(envs.size() == 2);
+    const std::string text = "if seen then error('globals shared between runs') end\nseen = true\n";
+    int ref = -1;
+    REQUIRE(sandbox.compile(text, "@m.lua", ref).ok);
+    CHECK(sandbox.run_compiled(ref, envs[0]).ok);
+    CHECK(sandbox.run_compiled(ref, envs[1]).ok);  // a fresh table: `seen` is unset again
+    const LuaResult again = sandbox.run_compiled(ref, envs[0]);
+    CHECK_FALSE(again.ok);
+    CHECK(again.describe() == "m.lua:1: globals shared between runs");
+
+    const std::string broken = "x = = 1\n";
+    int unused = -1;
+    const LuaResult compiled = sandbox.compile(broken, "@b.lua", unused);
+    const LuaResult ran = sandbox.run(broken, "@b.lua", envs[0]);
+    CHECK_FALSE(compiled.ok);
+    CHECK(compiled.syntax_error);
+    CHECK(compiled.describe() == "b.lua:1: unexpected symbol near '='");
+    CHECK(ran.describe() == compiled.describe());
+    CHECK(ran.syntax_error);
+    // In the self-check: reported once, at its line, as before.
+    CHECK(check(broken) == Lines{at(1, "syntax error: unexpected symbol near '='")});
 }
 
 TEST_CASE("broken modulefiles are rejected with their line", "[lua][selfcheck]") {
