@@ -25,7 +25,8 @@ local mode, full_name, file_name, env_vars, loading  -- set by begin() for each 
 
 local function fail(message) error(message, 0) end  -- the position is the modulefile's frame
 local function note(kind, x, y, z) record(kind, x, y, z, (caller())) end
-local function change(op, name, value) note("change", op, name, value or "") end
+-- note("change", ...) without its frame: each call costs the sandbox's call hook.
+local function change(op, name, value) record("change", op, name, value or "", (caller())) end
 
 local function arity(fn, n, min, max, usage)
   if n < min or (max and n > max) then
@@ -71,9 +72,9 @@ local function getenv(name) return env_vars[name] end
 -- A pattern runs only where a plain test shows it could change the string: patterns cost
 -- the self-check most (a recursive match call per character), and most paths need none.
 local function path_join(...)
-  local parts = {}
+  local parts, args = {}, { ... }  -- (indexing args spares a select call per part)
   for i = 1, select("#", ...) do
-    local v = select(i, ...)
+    local v = args[i]
     if v and v ~= "" then
       if type(v) ~= "string" then fail(("pathJoin: argument #%d must be a string, got %s"):format(i, type(v))) end
       if byte(v) <= 32 or byte(v, -1) <= 32 then v = v:match("^%s*(.-)%s*$") end  -- else no %s to trim
@@ -96,9 +97,11 @@ local api = {}
 
 function api.setenv(...)
   local n = select("#", ...)
-  arity("setenv", n, 2, 3, "a name, a value and an optional respect flag")
-  with_value("setenv", n, ...)
   local name, value, respect = ...
+  if n ~= 2 or type(name) ~= "string" or type(value) ~= "string" then  -- else both checks pass: spare their calls
+    arity("setenv", n, 2, 3, "a name, a value and an optional respect flag")
+    with_value("setenv", n, ...)
+  end
   check_name("setenv", name)
   if loading then
     if not (respect and getenv(name)) then change("setenv", name, tostring(value)) end
@@ -128,7 +131,11 @@ end
 -- prepend_path(name, value[, delim]) or prepend_path{name, value, delim=, priority=}
 local function path_args(fn, ...)
   local n = select("#", ...)
-  local name, value, delim
+  local name, value, delim = ...
+  if n == 2 and type(name) == "string" and type(value) == "string" then  -- every check below passes but the name's
+    check_name(fn, name)
+    return name, value
+  end
   if n == 1 and type((...)) == "table" then
     local t = ...
     name, value, delim = t[1], t[2], t.delim

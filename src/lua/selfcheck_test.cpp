@@ -241,6 +241,14 @@ TEST_CASE("broken modulefiles are rejected with their line", "[lua][selfcheck]")
           Lines{at(1, "unload unsets 'HOME', which load never set (load/unload asymmetry)")});
     CHECK(check("prepend_path('PATH', 3)\n") == Lines{at(1, "prepend_path: argument #2 must be a string, got number")});
     CHECK(check("setenv('A', {})\n") == Lines{at(1, "setenv: argument #2 must be a string, number or boolean, got table")});
+    // Around the recorder's shortcut for the usual two-string call: every other call fully checked.
+    CHECK(check("setenv(1, 'x')\n") == Lines{at(1, "setenv: argument #1 must be a string, got number")});
+    CHECK(check("setenv('A', 'b', true, 4)\n") ==
+          Lines{at(1, "setenv expects a name, a value and an optional respect flag, got 4 arguments")});
+    CHECK(check("prepend_path('PATH', '/a', 3)\n") == Lines{at(1, "prepend_path: argument #3 must be a string, got number")});
+    CHECK(check("prepend_path(nil, '/a')\n") == Lines{at(1, "prepend_path: argument #1 must be a string, got nil")});
+    CHECK(check("append_path('1X', '/a')\n") ==
+          Lines{at(1, "append_path: '1X' is not a valid environment variable name (^[A-Za-z_][A-Za-z0-9_]*$)")});
     CHECK(check("load()\n") == Lines{at(1, "load expects at least 1 string argument, got 0")});
     CHECK(check("execute{cmd = 'rm -rf ~', modeA = {'load'}}\n") ==
           Lines{at(1, "execute() is refused: generated modulefiles must not run commands")});
