@@ -198,7 +198,7 @@ setenv("J9", pathJoin("/a//", "//b///c"))
                           });
 }
 
-TEST_CASE("a chunk compiled once runs in the environment each run gives it; a syntax error fails as run's does", "[lua][selfcheck]") {
+TEST_CASE("a chunk compiled once runs in the environment each run gives it, and a syntax error fails as run does", "[lua][selfcheck]") {
     LuaSandbox sandbox;  // compile/run_compiled: how the self-check evaluates a modulefile twice
     std::vector<int> envs;
     REQUIRE(sandbox.run_host_chunk("return { error = error }, { error = error }", "=[envs]", {}, envs).ok);
