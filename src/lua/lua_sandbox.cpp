@@ -723,6 +723,40 @@ int run_chunk(lua_State* L) {
     return 0;
 }
 
+struct CompileCall {
+    const std::string* text;
+    const std::string* name;
+    int* ref;
+};
+
+int compile_chunk(lua_State* L) {
+    auto* c = static_cast<CompileCall*>(lua_touserdata(L, 1));
+    lua_settop(L, 0);
+    if (luaL_loadbufferx(L, c->text->data(), c->text->size(), c->name->c_str(), "t") != LUA_OK) {
+        state_of(L).compile_failed = true;
+        return lua_error(L);
+    }
+    *c->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    return 0;
+}
+
+struct CompiledCall {
+    int ref;
+    int env_ref;
+};
+
+int run_compiled_chunk(lua_State* L) {
+    const auto* c = static_cast<const CompiledCall*>(lua_touserdata(L, 1));
+    lua_settop(L, 0);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);
+    if (c->env_ref != LUA_NOREF) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, c->env_ref);
+        lua_setupvalue(L, -2, 1);  // a main chunk's only upvalue is _ENV
+    }
+    lua_call(L, 0, 0);
+    return 0;
+}
+
 struct KeptCall {
     int ref;
     const std::vector<LuaValue>* args;
@@ -918,6 +952,18 @@ LuaResult LuaSandbox::call_kept(int ref, const std::vector<LuaValue>& args, std:
 }
 
 void LuaSandbox::release(int ref) { call(release_ref, &ref); }
+
+LuaResult LuaSandbox::compile(const std::string& text, const std::string& chunkname, int& ref) {
+    state_->add_chunk(chunkname, false);
+    ref = LUA_NOREF;
+    CompileCall c{&text, &chunkname, &ref};
+    return call(compile_chunk, &c);
+}
+
+LuaResult LuaSandbox::run_compiled(int ref, int env_ref) {
+    CompiledCall c{ref, env_ref};
+    return call(run_compiled_chunk, &c);
+}
 
 LuaResult LuaSandbox::set_readonly_global(const std::string& name, std::shared_ptr<const LuaValue> value) {
     State& st = *state_;

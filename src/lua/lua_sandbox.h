@@ -132,6 +132,12 @@ public:
     // Drops a kept value so it can be collected.
     void release(int ref);
 
+    // run() in two steps, for text run more than once: compile() keeps the compiled chunk
+    // (its reference in `ref`; a syntax error fails as run() would), and run_compiled() runs
+    // it, with the kept table `env_ref` as its environment, as often as wanted.
+    LuaResult compile(const std::string& text, const std::string& chunkname, int& ref);
+    LuaResult run_compiled(int ref, int env_ref);
+
     // Makes `value` the read-only global `name`: writes, rawset and setmetatable on it or on
     // any table inside raise "<name> table is read-only: <path>". Tables become Lua proxies
     // only when first read, so sharing one large tree between sandboxes is cheap.

@@ -20,11 +20,13 @@ constexpr const char* kRecorder = R"lua(-- modulefile recorder: Lmod's modulefil
 local record, caller, input, host_is_file, host_is_dir = ...
 local type, tostring, select, error, concat, ipairs, pairs = type, tostring, select, error, table.concat, ipairs, pairs
 local setmetatable, sort = setmetatable, table.sort
+local byte, find, sub = string.byte, string.find, string.sub
 local mode, full_name, file_name, env_vars, loading  -- set by begin() for each evaluation
 
 local function fail(message) error(message, 0) end  -- the position is the modulefile's frame
 local function note(kind, x, y, z) record(kind, x, y, z, (caller())) end
-local function change(op, name, value) note("change", op, name, value or "") end
+-- note("change", ...) without its frame: each call costs the sandbox's call hook.
+local function change(op, name, value) record("change", op, name, value or "", (caller())) end
 
 local function arity(fn, n, min, max, usage)
   if n < min or (max and n > max) then
@@ -66,17 +68,23 @@ end
 
 local function getenv(name) return env_vars[name] end
 
+-- Lmod's pathJoin: parts trimmed, joined with "/", "//+" and "/./" collapsed, no trailing "/".
+-- A pattern runs only where a plain test shows it could change the string: patterns cost
+-- the self-check most (a recursive match call per character), and most paths need none.
 local function path_join(...)
-  local parts = {}
+  local parts, args = {}, { ... }  -- (indexing args spares a select call per part)
   for i = 1, select("#", ...) do
-    local v = select(i, ...)
+    local v = args[i]
     if v and v ~= "" then
       if type(v) ~= "string" then fail(("pathJoin: argument #%d must be a string, got %s"):format(i, type(v))) end
-      parts[#parts + 1] = v:match("^%s*(.-)%s*$")
+      if byte(v) <= 32 or byte(v, -1) <= 32 then v = v:match("^%s*(.-)%s*$") end  -- else no %s to trim
+      parts[#parts + 1] = v
     end
   end
-  local s = concat(parts, "/"):gsub("//+", "/"):gsub("/%./", "/")
-  if #s > 1 then s = s:gsub("/$", "") end
+  local s = concat(parts, "/")
+  if find(s, "//", 1, true) then s = s:gsub("//+", "/") end
+  if find(s, "/./", 1, true) then s = s:gsub("/%./", "/") end
+  if #s > 1 and byte(s, -1) == 47 then s = sub(s, 1, -2) end  -- gsub("/$", "")
   return s
 end
 
@@ -89,9 +97,11 @@ local api = {}
 
 function api.setenv(...)
   local n = select("#", ...)
-  arity("setenv", n, 2, 3, "a name, a value and an optional respect flag")
-  with_value("setenv", n, ...)
   local name, value, respect = ...
+  if n ~= 2 or type(name) ~= "string" or type(value) ~= "string" then  -- else both checks pass: spare their calls
+    arity("setenv", n, 2, 3, "a name, a value and an optional respect flag")
+    with_value("setenv", n, ...)
+  end
   check_name("setenv", name)
   if loading then
     if not (respect and getenv(name)) then change("setenv", name, tostring(value)) end
@@ -121,7 +131,11 @@ end
 -- prepend_path(name, value[, delim]) or prepend_path{name, value, delim=, priority=}
 local function path_args(fn, ...)
   local n = select("#", ...)
-  local name, value, delim
+  local name, value, delim = ...
+  if n == 2 and type(name) == "string" and type(value) == "string" then  -- every check below passes but the name's
+    check_name(fn, name)
+    return name, value
+  end
   if n == 1 and type((...)) == "table" then
     local t = ...
     name, value, delim = t[1], t[2], t.delim
@@ -513,8 +527,18 @@ public:
         if (ready_.ok && !kept.empty()) begin_ = kept.front();
     }
 
+    // A modulefile compiled once for its evaluations in both modes (compiling is a third of an
+    // evaluation's cost); a compile error is kept and is each evaluation's error, as recompiling
+    // would give it again.
+    struct Compiled {
+        bool tried = false;
+        int ref = LUA_NOREF;
+        LuaResult failure;  // ok unless the text did not compile
+    };
+
     ModuleRecord record(const std::string& text, const std::string& chunkname, const std::string& mode,
-                        const std::map<std::string, std::string>& env, const RecordOptions& options) {
+                        const std::map<std::string, std::string>& env, const RecordOptions& options,
+                        Compiled* compiled = nullptr) {
         ModuleRecord rec;
         const bool named = !chunkname.empty() && (chunkname[0] == '@' || chunkname[0] == '=');
         const std::string source = named ? chunkname : "@" + chunkname;
@@ -530,21 +554,35 @@ public:
         } else if (begin_ == LUA_NOREF) {
             rec.errors.push_back(now_.file + ":0: internal error: the recorder failed: " + ready_.describe());
         } else {
-            evaluate(text, source, rec);
+            evaluate(text, source, rec, compiled);
         }
         now_.record = nullptr;
         return rec;
     }
 
+    void release(Compiled& compiled) {
+        if (compiled.ref != LUA_NOREF) sandbox_.release(compiled.ref);
+        compiled = {};
+    }
+
 private:
-    void evaluate(const std::string& text, const std::string& source, ModuleRecord& rec) {
+    void evaluate(const std::string& text, const std::string& source, ModuleRecord& rec, Compiled* compiled) {
         std::vector<int> env;
         const LuaResult fresh = sandbox_.call_kept(begin_, {}, &env);
         if (!fresh.ok || env.empty()) {
             rec.errors.push_back(now_.file + ":0: internal error: the recorder failed: " + fresh.describe());
             return;
         }
-        const LuaResult result = sandbox_.run(text, source, env.front());
+        LuaResult result;
+        if (!compiled) {
+            result = sandbox_.run(text, source, env.front());
+        } else {
+            if (!compiled->tried) {
+                compiled->tried = true;
+                compiled->failure = sandbox_.compile(text, source, compiled->ref);
+            }
+            result = compiled->failure.ok ? sandbox_.run_compiled(compiled->ref, env.front()) : compiled->failure;
+        }
         for (int ref : env) sandbox_.release(ref);
         if (!result.ok)
             rec.errors.push_back(describe_failure(result, now_.file, now_.options->modulerc ? now_.rc_names : now_.api_names));
@@ -563,10 +601,15 @@ void check_one(ModulefileRecorder& recorder, const OutputFile& f, Diagnostics& d
     options.is_dir = [](const std::string&) { return true; };
     options.modulerc = ends_with(f.path, "/.modulerc.lua");
     std::vector<std::string> seen;
-    const ModuleRecord load = recorder.record(f.contents, f.path, "load", {}, options);
+    ModulefileRecorder::Compiled compiled;
+    const ModuleRecord load = recorder.record(f.contents, f.path, "load", {}, options, &compiled);
     report_errors(f.path, load.errors, diags, seen);
-    if (options.modulerc) return;
-    const ModuleRecord unload = recorder.record(f.contents, f.path, "unload", after_load(load), options);
+    if (options.modulerc) {
+        recorder.release(compiled);
+        return;
+    }
+    const ModuleRecord unload = recorder.record(f.contents, f.path, "unload", after_load(load), options, &compiled);
+    recorder.release(compiled);
     report_errors(f.path, unload.errors, diags, seen);
     if (load.errors.empty() && unload.errors.empty()) check_symmetry(f.path, load, unload, diags);
 }

@@ -13,6 +13,7 @@
 #include "site/check.h"
 #include "site/load.h"
 #include "pipeline.h"
+#include "lua/lua_sandbox.h"
 #include "lua/selfcheck.h"
 #include "test_support.h"
 
@@ -169,6 +170,61 @@ TEST_CASE("a good modulefile is recorded exactly, in load and in unload mode", "
     CHECK(check(kGood).empty());
 }
 
+TEST_CASE("pathJoin trims, collapses // and /./ and drops a trailing /, whichever of its shortcuts applies", "[lua][selfcheck]") {
+    // Expected values worked out by hand from the rules (each part trimmed of %s, joined by
+    // "/", "//+" -> "/", then "/./" -> "/" left to right without overlap, one trailing "/" off).
+    const std::string text = R"(setenv("J1", pathJoin("/opt/x", "bin"))
+setenv("J2", pathJoin(" /a ", "b/./c//", ""))
+setenv("J3", pathJoin("/"))
+setenv("J4", pathJoin("a", "/"))
+setenv("J5", pathJoin("\tx\n", "y"))
+setenv("J6", pathJoin("/a/./", "./b"))
+setenv("J7", pathJoin("/a", nil, "b"))
+setenv("J8", pathJoin("", "rel", "x/"))
+setenv("J9", pathJoin("/a//", "//b///c"))
+)";
+    const ModuleRecord load = record_modulefile(text, kPath, "load", {});
+    REQUIRE(load.errors.empty());
+    CHECK(load.changes == std::vector<EnvChange>{
+                              {"setenv", "J1", "/opt/x/bin", 1},
+                              {"setenv", "J2", "/a/b/c", 2},
+                              {"setenv", "J3", "/", 3},
+                              {"setenv", "J4", "a", 4},
+                              {"setenv", "J5", "x/y", 5},
+                              {"setenv", "J6", "/a/./b", 6},
+                              {"setenv", "J7", "/a/b", 7},
+                              {"setenv", "J8", "rel/x", 8},
+                              {"setenv", "J9", "/a/b/c", 9},
+                          });
+}
+
+TEST_CASE("a chunk compiled once runs in the environment each run gives it, and a syntax error fails as run does", "[lua][selfcheck]") {
+    LuaSandbox sandbox;  // compile/run_compiled: how the self-check evaluates a modulefile twice
+    std::vector<int> envs;
+    REQUIRE(sandbox.run_host_chunk("return { error = error }, { error = error }", "=[envs]", {}, envs).ok);
+    REQUIRE(envs.size() == 2);
+    const std::string text = "if seen then error('globals shared between runs') end\nseen = true\n";
+    int ref = -1;
+    REQUIRE(sandbox.compile(text, "@m.lua", ref).ok);
+    CHECK(sandbox.run_compiled(ref, envs[0]).ok);
+    CHECK(sandbox.run_compiled(ref, envs[1]).ok);  // a fresh table: `seen` is unset again
+    const LuaResult again = sandbox.run_compiled(ref, envs[0]);
+    CHECK_FALSE(again.ok);
+    CHECK(again.describe() == "m.lua:1: globals shared between runs");
+
+    const std::string broken = "x = = 1\n";
+    int unused = -1;
+    const LuaResult compiled = sandbox.compile(broken, "@b.lua", unused);
+    const LuaResult ran = sandbox.run(broken, "@b.lua", envs[0]);
+    CHECK_FALSE(compiled.ok);
+    CHECK(compiled.syntax_error);
+    CHECK(compiled.describe() == "b.lua:1: unexpected symbol near '='");
+    CHECK(ran.describe() == compiled.describe());
+    CHECK(ran.syntax_error);
+    // In the self-check: reported once, at its line, as before.
+    CHECK(check(broken) == Lines{at(1, "syntax error: unexpected symbol near '='")});
+}
+
 TEST_CASE("broken modulefiles are rejected with their line", "[lua][selfcheck]") {
     CHECK(check("setenv('A', 'b')\nlocal = 3\n") == Lines{at(2, "syntax error: <name> expected near '='")});
     CHECK(check("-- typo\nsetenvv('A', 'b')\n") ==
@@ -185,6 +241,14 @@ TEST_CASE("broken modulefiles are rejected with their line", "[lua][selfcheck]")
           Lines{at(1, "unload unsets 'HOME', which load never set (load/unload asymmetry)")});
     CHECK(check("prepend_path('PATH', 3)\n") == Lines{at(1, "prepend_path: argument #2 must be a string, got number")});
     CHECK(check("setenv('A', {})\n") == Lines{at(1, "setenv: argument #2 must be a string, number or boolean, got table")});
+    // Around the recorder's shortcut for the usual two-string call: every other call fully checked.
+    CHECK(check("setenv(1, 'x')\n") == Lines{at(1, "setenv: argument #1 must be a string, got number")});
+    CHECK(check("setenv('A', 'b', true, 4)\n") ==
+          Lines{at(1, "setenv expects a name, a value and an optional respect flag, got 4 arguments")});
+    CHECK(check("prepend_path('PATH', '/a', 3)\n") == Lines{at(1, "prepend_path: argument #3 must be a string, got number")});
+    CHECK(check("prepend_path(nil, '/a')\n") == Lines{at(1, "prepend_path: argument #1 must be a string, got nil")});
+    CHECK(check("append_path('1X', '/a')\n") ==
+          Lines{at(1, "append_path: '1X' is not a valid environment variable name (^[A-Za-z_][A-Za-z0-9_]*$)")});
     CHECK(check("load()\n") == Lines{at(1, "load expects at least 1 string argument, got 0")});
     CHECK(check("execute{cmd = 'rm -rf ~', modeA = {'load'}}\n") ==
           Lines{at(1, "execute() is refused: generated modulefiles must not run commands")});
