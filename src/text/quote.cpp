@@ -1,6 +1,7 @@
 // Quoting writers for Lua, bash and Python, and the text validity checks they rely on.
 #include "text/quote.h"
 
+#include <array>
 #include <cstdint>
 #include <stdexcept>
 
@@ -34,19 +35,32 @@ uint32_t decode_utf8(std::string_view seq) {
     return cp;
 }
 
+// The length of the valid UTF-8 sequence starting s[i] (not overlong, no surrogate, at most
+// U+10FFFF), or 0 when it is invalid there; `cp` gets its code point.
+size_t valid_sequence_at(std::string_view s, size_t i, uint32_t& cp) {
+    const size_t len = utf8_length(static_cast<unsigned char>(s[i]));
+    if (len == 0 || i + len > s.size()) return 0;
+    for (size_t k = 1; k < len; ++k)
+        if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return 0;
+    cp = decode_utf8(s.substr(i, len));
+    // Reject overlong forms, surrogates and values past U+10FFFF.
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+        return 0;
+    return len;
+}
+
 bool is_valid_utf8(std::string_view s, bool allow_nul) {
     for (size_t i = 0; i < s.size();) {
         const unsigned char c = static_cast<unsigned char>(s[i]);
-        if (c == 0 && !allow_nul) return false;
-        const size_t len = utf8_length(c);
-        if (len == 0 || i + len > s.size()) return false;
-        for (size_t k = 1; k < len; ++k)
-            if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
-        const uint32_t cp = decode_utf8(s.substr(i, len));
-        // Reject overlong forms, surrogates and values past U+10FFFF.
-        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-            (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-            return false;
+        if (c < 0x80) {  // ASCII, most of every text: no decoding
+            if (c == 0 && !allow_nul) return false;
+            ++i;
+            continue;
+        }
+        uint32_t cp = 0;
+        const size_t len = valid_sequence_at(s, i, cp);
+        if (len == 0) return false;
         i += len;
     }
     return true;
@@ -80,12 +94,13 @@ void append_python_ascii(std::string& out, unsigned char c, bool easybuild_templ
     }
 }
 
-// Readable text (accents, CJK) stays as UTF-8 so easyconfigs read naturally.
-void append_python_non_ascii(std::string& out, std::string_view seq) {
-    const uint32_t cp = decode_utf8(seq);
-    if (is_invisible_or_line_breaking(cp)) append_unicode_escape(out, cp);
-    else out += seq;
-}
+// The ASCII bytes a Python '...' literal holds as they are: printable, not \\ or '
+// ('%' too, unless EasyBuild's templating doubles it).
+constexpr std::array<bool, 256> kPythonRaw = [] {
+    std::array<bool, 256> raw{};
+    for (int c = 0x20; c < 0x7f; ++c) raw[static_cast<size_t>(c)] = c != '\\' && c != '\'';
+    return raw;
+}();
 
 bool is_bare_bash_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -154,17 +169,45 @@ std::string bash_word_expanding_braced_vars(std::string_view s) {
     return "\"" + out + bash_double_quoted(s.substr(literal)) + "\"";
 }
 
-std::string python_string(std::string_view s, bool easybuild_template) {
-    if (!is_valid_utf8(s, true))
-        throw std::invalid_argument("a Python string literal needs valid UTF-8 text");
-    std::string out = "'";
+void append_python_string(std::string& out, std::string_view s, bool easybuild_template) {
+    // One pass that validates and copies runs of bytes written as they are, so a value
+    // costs a table lookup per byte; on invalid UTF-8, `out` is put back as it was.
+    const size_t start = out.size();
+    out.reserve(start + s.size() + 2);
+    out += '\'';
+    size_t run = 0;  // start of the bytes not yet copied
     for (size_t i = 0; i < s.size();) {
-        const size_t len = utf8_length(static_cast<unsigned char>(s[i]));
-        if (len == 1) append_python_ascii(out, static_cast<unsigned char>(s[i]), easybuild_template);
-        else append_python_non_ascii(out, s.substr(i, len));
-        i += len;
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        if (kPythonRaw[c] && !(easybuild_template && c == '%')) {
+            ++i;
+            continue;
+        }
+        out.append(s.data() + run, i - run);
+        if (c < 0x80) {
+            append_python_ascii(out, c, easybuild_template);
+            ++i;
+        } else {
+            uint32_t cp = 0;
+            const size_t len = valid_sequence_at(s, i, cp);
+            if (len == 0) {
+                out.resize(start);
+                throw std::invalid_argument("a Python string literal needs valid UTF-8 text");
+            }
+            // Readable text (accents, CJK) stays as UTF-8 so easyconfigs read naturally.
+            if (is_invisible_or_line_breaking(cp)) append_unicode_escape(out, cp);
+            else out.append(s.data() + i, len);
+            i += len;
+        }
+        run = i;
     }
-    return out + "'";
+    out.append(s.data() + run, s.size() - run);
+    out += '\'';
+}
+
+std::string python_string(std::string_view s, bool easybuild_template) {
+    std::string out;
+    append_python_string(out, s, easybuild_template);
+    return out;
 }
 
 bool is_valid_utf8_without_nul(std::string_view s) { return is_valid_utf8(s, false); }
