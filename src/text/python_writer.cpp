@@ -43,7 +43,7 @@ std::vector<std::string_view> plus_terms(std::string_view expr) {
     for (size_t i = 0; i < expr.size(); ++i) {
         if (quoted && expr[i] == '\\') { ++i; continue; }
         if (expr[i] == '\'') quoted = !quoted;
-        else if (!quoted && expr.compare(i, 3, " + ") == 0) {
+        else if (!quoted && expr[i] == ' ' && expr.compare(i, 3, " + ") == 0) {
             terms.push_back(expr.substr(start, i - start));
             start = i + 3;
             i += 2;
@@ -59,46 +59,45 @@ bool is_plain_literal(std::string_view term) {
 
 // A '...' literal (python_string's escapes: \\ \' \n \r \t \xNN \uNNNN, UTF-8 kept) as
 // adjacent literals of at most `width` characters each, same value: cut between escapes and
-// characters, after a space where one is in the second half of the piece.
-// Atoms (an escape or a character) are kept as offsets into the literal's body with running
-// column sums, so filling and cutting a piece copies nothing but the pieces themselves.
-std::vector<std::string> split_literal(std::string_view literal, size_t width) {
+// characters, after a space where one is in the second half of the piece. Gives the pieces'
+// bodies (views into `literal`, without quotes).
+// One pass: only the last space of the piece being filled can be its cut (a space in the
+// first half is no cut, so neither is any before it), so that space is all it remembers.
+std::vector<std::string_view> split_literal(std::string_view literal, size_t width) {
     const std::string_view body = literal.substr(1, literal.size() - 2);
-    std::vector<size_t> start = {0};  // atom k is body[start[k], start[k + 1])
-    std::vector<size_t> cols = {0};   // columns of atoms [0, k)
+    const size_t room = width > 12 ? width - 2 : 10;
+    std::vector<std::string_view> pieces;
+    size_t begin = 0, atoms = 0, cols = 0;  // the piece being filled: body[begin, i)
+    size_t space_end = std::string_view::npos, space_atoms = 0, space_cols = 0;  // its last space, through it
     for (size_t i = 0; i < body.size();) {
         size_t len = body[i] == '\\' && i + 1 < body.size()
                          ? (body[i + 1] == 'x' ? 4 : body[i + 1] == 'u' ? 6 : 2)
                          : utf8_length(static_cast<unsigned char>(body[i]));
         len = std::min(len, body.size() - i);
-        cols.push_back(cols.back() + columns(body.substr(i, len)));
-        i += len;
-        start.push_back(i);
-    }
-    const size_t atoms = start.size() - 1;
-    const auto is_space = [&](size_t k) { return start[k + 1] - start[k] == 1 && body[start[k]] == ' '; };
-    const auto piece = [&](size_t from, size_t to) {
-        std::string p;
-        p.reserve(start[to] - start[from] + 2);
-        p += '\'';
-        p.append(body.substr(start[from], start[to] - start[from]));
-        p += '\'';
-        return p;
-    };
-    const size_t room = width > 12 ? width - 2 : 10;
-    std::vector<std::string> pieces;
-    size_t first = 0;  // the piece being filled holds atoms [first, k)
-    for (size_t k = 0; k < atoms; ++k) {
-        if (k > first && cols[k + 1] - cols[first] > room) {
-            const size_t n = k - first;
-            size_t cut = n;
-            for (size_t m = n; m > n / 2; --m)
-                if (is_space(first + m - 1)) { cut = m; break; }
-            pieces.push_back(piece(first, first + cut));
-            first += cut;
+        const size_t atom_cols = len == 1 ? 1 : columns(body.substr(i, len));
+        if (atoms > 0 && cols + atom_cols > room) {
+            if (space_end != std::string_view::npos && space_atoms > atoms / 2) {
+                pieces.push_back(body.substr(begin, space_end - begin));
+                begin = space_end;
+                atoms -= space_atoms;
+                cols -= space_cols;
+            } else {
+                pieces.push_back(body.substr(begin, i - begin));
+                begin = i;
+                atoms = cols = 0;
+            }
+            space_end = std::string_view::npos;
         }
+        ++atoms;
+        cols += atom_cols;
+        if (len == 1 && body[i] == ' ') {
+            space_end = i + 1;
+            space_atoms = atoms;
+            space_cols = cols;
+        }
+        i += len;
     }
-    pieces.push_back(piece(first, atoms));
+    pieces.push_back(body.substr(begin));
     return pieces;
 }
 
@@ -137,7 +136,11 @@ void layout(std::string& out, std::string_view lead, std::string_view expr, std:
         const size_t term_cols = columns(term) + columns(sep);
         if (pad + term_cols > kMaxLine && is_plain_literal(term)) {
             const auto pieces = split_literal(term, kMaxLine - pad - sep.size());
-            for (size_t k = 0; k < pieces.size(); ++k) new_line(pieces[k], k + 1 < pieces.size() ? "" : sep);
+            for (size_t k = 0; k < pieces.size(); ++k) {
+                if (open) out += '\n';
+                out.append(pad, ' ').append("'").append(pieces[k]).append("'").append(k + 1 < pieces.size() ? "" : sep);
+                open = true;  // open_cols is not read: no term joins a split literal's last piece
+            }
             can_join = false;
             continue;
         }

@@ -94,11 +94,14 @@ void append_python_ascii(std::string& out, unsigned char c, bool easybuild_templ
     }
 }
 
-// The ASCII bytes a Python '...' literal holds as they are: printable, not \\ or '
-// ('%' too, unless EasyBuild's templating doubles it).
-constexpr std::array<bool, 256> kPythonRaw = [] {
-    std::array<bool, 256> raw{};
-    for (int c = 0x20; c < 0x7f; ++c) raw[static_cast<size_t>(c)] = c != '\\' && c != '\'';
+// The bytes a Python '...' literal holds as they are: printable ASCII, not \\ or ', and for
+// EasyBuild's templating not '%' either (it is doubled). Indexed [easybuild_template][byte].
+constexpr std::array<std::array<bool, 256>, 2> kPythonRaw = [] {
+    std::array<std::array<bool, 256>, 2> raw{};
+    for (int c = 0x20; c < 0x7f; ++c) {
+        raw[0][static_cast<size_t>(c)] = c != '\\' && c != '\'';
+        raw[1][static_cast<size_t>(c)] = raw[0][static_cast<size_t>(c)] && c != '%';
+    }
     return raw;
 }();
 
@@ -175,10 +178,11 @@ void append_python_string(std::string& out, std::string_view s, bool easybuild_t
     const size_t start = out.size();
     out.reserve(start + s.size() + 2);
     out += '\'';
+    const std::array<bool, 256>& raw = kPythonRaw[easybuild_template ? 1 : 0];
     size_t run = 0;  // start of the bytes not yet copied
     for (size_t i = 0; i < s.size();) {
         const unsigned char c = static_cast<unsigned char>(s[i]);
-        if (kPythonRaw[c] && !(easybuild_template && c == '%')) {
+        if (raw[c]) {
             ++i;
             continue;
         }
