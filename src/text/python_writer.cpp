@@ -53,10 +53,6 @@ std::vector<std::string_view> plus_terms(std::string_view expr) {
     return terms;
 }
 
-bool is_plain_literal(std::string_view term) {
-    return term.size() >= 2 && term.front() == '\'' && term.back() == '\'' && plus_terms(term).size() == 1;
-}
-
 // A '...' literal (python_string's escapes: \\ \' \n \r \t \xNN \uNNNN, UTF-8 kept) as
 // adjacent literals of at most `width` characters each, same value: cut between escapes and
 // characters, after a space where one is in the second half of the piece. Gives the pieces'
@@ -134,7 +130,8 @@ void layout(std::string& out, std::string_view lead, std::string_view expr, std:
         const std::string_view sep = i + 1 < terms.size() ? " +" : paren ? "" : trail;
         const std::string_view term = terms[i];
         const size_t term_cols = columns(term) + columns(sep);
-        if (pad + term_cols > kMaxLine && is_plain_literal(term)) {
+        // A plain literal: '...' (a term holds no " + " outside quotes, plus_terms made sure).
+        if (pad + term_cols > kMaxLine && term.size() >= 2 && term.front() == '\'' && term.back() == '\'') {
             const auto pieces = split_literal(term, kMaxLine - pad - sep.size());
             for (size_t k = 0; k < pieces.size(); ++k) {
                 if (open) out += '\n';
@@ -218,15 +215,25 @@ std::string easybuild_lines(const std::string& s, int indent) {
     for (size_t start = 0;;) {
         const size_t nl = text.find('\n', start);
         const std::string_view line = text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
-        literal.clear();
+        // The item goes straight into `out`; only a line too long in bytes is taken back
+        // out and laid out (it may still fit in columns).
+        const size_t item = out.size();
+        out += lead;
         if (line.find('%') == std::string_view::npos) {
-            append_python_string(literal, line);
+            append_python_string(out, line);
         } else {
             escaped.clear();
             append_easybuild_escaped(escaped, line);
-            append_python_string(literal, escaped);
+            append_python_string(out, escaped);
         }
-        layout(out, lead, literal, ",");
+        out += ',';
+        if (out.size() - item <= kMaxLine) {
+            out += '\n';
+        } else {
+            literal.assign(out, item + lead.size(), out.size() - 1 - item - lead.size());
+            out.resize(item);
+            layout(out, lead, literal, ",");
+        }
         if (nl == std::string_view::npos) break;
         start = nl + 1;
     }
