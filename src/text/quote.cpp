@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 
 namespace sitegen {
@@ -105,6 +106,41 @@ constexpr std::array<std::array<bool, 256>, 2> kPythonRaw = [] {
     return raw;
 }();
 
+// Bytes a Lua "..." literal holds as they are: printable ASCII, not \\ or ".
+constexpr std::array<bool, 256> kLuaRaw = [] {
+    std::array<bool, 256> raw{};
+    for (int c = 0x20; c < 0x7f; ++c) raw[static_cast<size_t>(c)] = c != '\\' && c != '"';
+    return raw;
+}();
+
+// Bytes bash_double_quoted writes as they are (all but \\ " $ `).
+constexpr std::array<bool, 256> kDoubleQuotedRaw = [] {
+    std::array<bool, 256> raw{};
+    raw.fill(true);
+    for (char c : {'\\', '"', '$', '`'}) raw[static_cast<unsigned char>(c)] = false;
+    return raw;
+}();
+
+// The length of the run of bytes from s[i] that kPythonRaw[easybuild_template] holds as they
+// are, tested eight at a time (text is mostly such runs): a word is skipped whole when none
+// of its bytes is < 0x20, > 0x7e, \\, ' (or %). The word tests are the "any byte" forms of
+// haszero/hasless/hasmore from https://graphics.stanford.edu/~seander/bithacks.html, exact
+// as yes/no answers; the byte that ends the run is found by the caller's table.
+size_t python_raw_words(std::string_view s, size_t i, bool easybuild_template) {
+    constexpr uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    const auto has_zero = [](uint64_t x) { return (x - ones) & ~x & high; };
+    const size_t start = i;
+    for (uint64_t w; i + 8 <= s.size(); i += 8) {
+        std::memcpy(&w, s.data() + i, 8);
+        const uint64_t special = ((w - ones * 0x20) & ~w & high) |   // a byte < 0x20
+                                 (((w + ones * 0x01) | w) & high) |  // a byte > 0x7e
+                                 has_zero(w ^ (ones * '\\')) | has_zero(w ^ (ones * '\'')) |
+                                 (easybuild_template ? has_zero(w ^ (ones * '%')) : 0);
+        if (special) break;
+    }
+    return i - start;
+}
+
 bool is_bare_bash_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
            c == '_' || c == '@' || c == '%' || c == '+' || c == '=' || c == ':' || c == ',' ||
@@ -114,20 +150,28 @@ bool is_bare_bash_char(char c) {
 }  // namespace
 
 std::string lua_string(std::string_view s) {
-    std::string out = "\"";
-    for (unsigned char c : s) {
+    // Runs of bytes that need no escape are copied whole.
+    std::string out;
+    out.reserve(s.size() + 2);
+    out += '"';
+    size_t run = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        if (kLuaRaw[c]) continue;
+        out.append(s.data() + run, i - run);
+        run = i + 1;
         switch (c) {
             case '\\': out += "\\\\"; break;
             case '"': out += "\\\""; break;
             case '\n': out += "\\n"; break;
             case '\r': out += "\\r"; break;
             case '\t': out += "\\t"; break;
-            default:
-                if (c < 0x20 || c >= 0x7f) append_decimal_escape(out, c);
-                else out += static_cast<char>(c);
+            default: append_decimal_escape(out, c);  // other controls, and bytes >= 0x7f
         }
     }
-    return out + "\"";
+    out.append(s.data() + run, s.size() - run);
+    out += '"';
+    return out;
 }
 
 std::string bash_word(std::string_view s) {
@@ -136,22 +180,31 @@ std::string bash_word(std::string_view s) {
     bool bare = !s.empty();
     for (char c : s) bare = bare && is_bare_bash_char(c);
     if (bare) return std::string(s);
-    std::string out = "'";
-    for (char c : s) {
-        if (c == '\'') out += "'\\''";
-        else out += c;
+    std::string out;
+    out.reserve(s.size() + 2);
+    out += '\'';
+    for (size_t i = 0;;) {  // the text between single quotes copied whole
+        const size_t quote = s.find('\'', i);
+        if (quote == std::string_view::npos) { out.append(s.substr(i)); break; }
+        out.append(s.substr(i, quote - i)).append("'\\''");
+        i = quote + 1;
     }
-    return out + "'";
+    out += '\'';
+    return out;
 }
 
 std::string bash_double_quoted(std::string_view s) {
     if (s.find('\0') != std::string_view::npos)
         throw std::invalid_argument("bash text cannot hold a NUL byte");
     std::string out;
-    for (char c : s) {
-        if (c == '\\' || c == '"' || c == '$' || c == '`') out += '\\';
-        out += c;
+    out.reserve(s.size());
+    size_t run = 0;  // runs without \\ " $ ` copied whole
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (kDoubleQuotedRaw[static_cast<unsigned char>(s[i])]) continue;
+        out.append(s.data() + run, i - run) += '\\';
+        run = i;
     }
+    out.append(s.data() + run, s.size() - run);
     return out;
 }
 
@@ -181,6 +234,8 @@ void append_python_string(std::string& out, std::string_view s, bool easybuild_t
     const std::array<bool, 256>& raw = kPythonRaw[easybuild_template ? 1 : 0];
     size_t run = 0;  // start of the bytes not yet copied
     for (size_t i = 0; i < s.size();) {
+        i += python_raw_words(s, i, easybuild_template);
+        if (i == s.size()) break;
         const unsigned char c = static_cast<unsigned char>(s[i]);
         if (raw[c]) {
             ++i;
