@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <random>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "test_support.h"
 #include "text/python_writer.h"
