@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string_view>
 
 #include "text/quote.h"
 
@@ -12,7 +13,7 @@ namespace sitegen {
 namespace {
 
 // True if "(name)s" starts at s[i]: the only thing EasyBuild treats as a template.
-bool template_at(const std::string& s, size_t i) {
+bool template_at(std::string_view s, size_t i) {
     if (i >= s.size() || s[i] != '(') return false;
     size_t j = i + 1;
     while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
@@ -23,7 +24,7 @@ bool template_at(const std::string& s, size_t i) {
 constexpr size_t kMaxLine = 120;
 
 // Characters (code points) of UTF-8 text, as pycodestyle counts a line.
-size_t columns(const std::string& s) {
+size_t columns(std::string_view s) {
     size_t n = 0;
     for (unsigned char c : s) n += (c & 0xc0) != 0x80;
     return n;
@@ -35,14 +36,14 @@ size_t utf8_length(unsigned char lead) {
 
 // The terms of an expression as this writer's callers build them: string literals and
 // names joined by " + " ("'a' + local_x + 'b'"); anything else is one term.
-std::vector<std::string> plus_terms(const std::string& expr) {
-    std::vector<std::string> terms;
+std::vector<std::string_view> plus_terms(std::string_view expr) {
+    std::vector<std::string_view> terms;
     bool quoted = false;
     size_t start = 0;
     for (size_t i = 0; i < expr.size(); ++i) {
         if (quoted && expr[i] == '\\') { ++i; continue; }
         if (expr[i] == '\'') quoted = !quoted;
-        else if (!quoted && expr.compare(i, 3, " + ") == 0) {
+        else if (!quoted && expr[i] == ' ' && expr.compare(i, 3, " + ") == 0) {
             terms.push_back(expr.substr(start, i - start));
             start = i + 3;
             i += 2;
@@ -52,127 +53,192 @@ std::vector<std::string> plus_terms(const std::string& expr) {
     return terms;
 }
 
-bool is_plain_literal(const std::string& term) {
-    return term.size() >= 2 && term.front() == '\'' && term.back() == '\'' && plus_terms(term).size() == 1;
-}
-
 // A '...' literal (python_string's escapes: \\ \' \n \r \t \xNN \uNNNN, UTF-8 kept) as
 // adjacent literals of at most `width` characters each, same value: cut between escapes and
-// characters, after a space where one is in the second half of the piece.
-std::vector<std::string> split_literal(const std::string& literal, size_t width) {
-    const std::string body = literal.substr(1, literal.size() - 2);
-    std::vector<std::string> atoms;
+// characters, after a space where one is in the second half of the piece. Gives the pieces'
+// bodies (views into `literal`, without quotes).
+// One pass: only the last space of the piece being filled can be its cut (a space in the
+// first half is no cut, so neither is any before it), so that space is all it remembers.
+std::vector<std::string_view> split_literal(std::string_view literal, size_t width) {
+    const std::string_view body = literal.substr(1, literal.size() - 2);
+    const size_t room = width > 12 ? width - 2 : 10;
+    std::vector<std::string_view> pieces;
+    size_t begin = 0, atoms = 0, cols = 0;  // the piece being filled: body[begin, i)
+    size_t space_end = std::string_view::npos, space_atoms = 0, space_cols = 0;  // its last space, through it
     for (size_t i = 0; i < body.size();) {
         size_t len = body[i] == '\\' && i + 1 < body.size()
                          ? (body[i + 1] == 'x' ? 4 : body[i + 1] == 'u' ? 6 : 2)
                          : utf8_length(static_cast<unsigned char>(body[i]));
         len = std::min(len, body.size() - i);
-        atoms.push_back(body.substr(i, len));
+        const size_t atom_cols = len == 1 ? 1 : columns(body.substr(i, len));
+        if (atoms > 0 && cols + atom_cols > room) {
+            if (space_end != std::string_view::npos && space_atoms > atoms / 2) {
+                pieces.push_back(body.substr(begin, space_end - begin));
+                begin = space_end;
+                atoms -= space_atoms;
+                cols -= space_cols;
+            } else {
+                pieces.push_back(body.substr(begin, i - begin));
+                begin = i;
+                atoms = cols = 0;
+            }
+            space_end = std::string_view::npos;
+        }
+        ++atoms;
+        cols += atom_cols;
+        if (len == 1 && body[i] == ' ') {
+            space_end = i + 1;
+            space_atoms = atoms;
+            space_cols = cols;
+        }
         i += len;
     }
-    const size_t room = width > 12 ? width - 2 : 10;
-    std::vector<std::string> pieces;
-    std::vector<std::string> cur;  // atoms of the piece being filled
-    size_t cur_cols = 0;
-    for (const auto& atom : atoms) {
-        if (!cur.empty() && cur_cols + columns(atom) > room) {
-            size_t cut = cur.size();
-            for (size_t k = cur.size(); k > cur.size() / 2; --k)
-                if (cur[k - 1] == " ") { cut = k; break; }
-            std::string piece;
-            for (size_t k = 0; k < cut; ++k) piece += cur[k];
-            pieces.push_back("'" + piece + "'");
-            cur.erase(cur.begin(), cur.begin() + static_cast<std::ptrdiff_t>(cut));
-            cur_cols = 0;
-            for (const auto& a : cur) cur_cols += columns(a);
-        }
-        cur.push_back(atom);
-        cur_cols += columns(atom);
-    }
-    std::string piece;
-    for (const auto& a : cur) piece += a;
-    pieces.push_back("'" + piece + "'");
+    pieces.push_back(body.substr(begin));
     return pieces;
 }
 
-// `lead` + `expr` + `trail` as lines of at most kMaxLine characters where the expression
-// allows it (E501): one line when it fits; else the terms of expr one after another (" +"
-// ending a line) and long literals split into adjacent literals, inside parentheses when
-// lead holds more than indentation (an assignment or a dict key). Same value either way.
-std::string layout(const std::string& lead, const std::string& expr, const std::string& trail) {
-    if (expr.find('\n') != std::string::npos || columns(lead + expr + trail) <= kMaxLine)
-        return lead + expr + trail + "\n";
-    const size_t indent = lead.find_first_not_of(' ') == std::string::npos ? lead.size() : lead.find_first_not_of(' ');
+// Appends `lead` + `expr` + `trail` as lines of at most kMaxLine characters where the
+// expression allows it (E501): one line when it fits; else the terms of expr one after
+// another (" +" ending a line) and long literals split into adjacent literals, inside
+// parentheses when lead holds more than indentation (an assignment or a dict key). Same
+// value either way.
+void layout(std::string& out, std::string_view lead, std::string_view expr, std::string_view trail) {
+    // Bytes bound columns from above: most lines need no counting.
+    const size_t bytes = lead.size() + expr.size() + trail.size();
+    if (bytes <= kMaxLine || expr.find('\n') != std::string_view::npos ||
+        columns(lead) + columns(expr) + columns(trail) <= kMaxLine) {
+        out.reserve(out.size() + bytes + 1);
+        out.append(lead).append(expr).append(trail) += '\n';
+        return;
+    }
+    const size_t indent = lead.find_first_not_of(' ') == std::string_view::npos ? lead.size() : lead.find_first_not_of(' ');
     const bool paren = lead.size() > indent;
-    const std::string pad(indent + (paren ? 4 : 0), ' ');
-    const std::vector<std::string> terms = plus_terms(expr);
-    std::vector<std::string> lines;
-    bool can_join = false;  // the last line ends with " +": a whole term may follow on it
+    const size_t pad = indent + (paren ? 4 : 0);
+    const std::vector<std::string_view> terms = plus_terms(expr);
+    if (paren) out.append(lead).append("(\n");
+    // The lines, written as they are made; the last one's newline waits, since a whole
+    // term may still join it (it ends with " +").
+    bool open = false, can_join = false;
+    size_t open_cols = 0;  // columns of the open line, without its indentation
+    const auto new_line = [&](std::string_view a, std::string_view b) {
+        if (open) out += '\n';
+        out.append(pad, ' ').append(a).append(b);
+        open_cols = columns(a) + columns(b);
+        open = true;
+    };
     for (size_t i = 0; i < terms.size(); ++i) {
-        const std::string sep = i + 1 < terms.size() ? " +" : paren ? "" : trail;
-        const std::string& term = terms[i];
-        if (columns(pad + term + sep) > kMaxLine && is_plain_literal(term)) {
-            const auto pieces = split_literal(term, kMaxLine - pad.size() - sep.size());
-            for (size_t k = 0; k < pieces.size(); ++k) lines.push_back(pieces[k] + (k + 1 < pieces.size() ? "" : sep));
+        const std::string_view sep = i + 1 < terms.size() ? " +" : paren ? "" : trail;
+        const std::string_view term = terms[i];
+        const size_t term_cols = columns(term) + columns(sep);
+        // A plain literal: '...' (a term holds no " + " outside quotes, plus_terms made sure).
+        if (pad + term_cols > kMaxLine && term.size() >= 2 && term.front() == '\'' && term.back() == '\'') {
+            const auto pieces = split_literal(term, kMaxLine - pad - sep.size());
+            for (size_t k = 0; k < pieces.size(); ++k) {
+                if (open) out += '\n';
+                out.append(pad, ' ').append("'").append(pieces[k]).append("'").append(k + 1 < pieces.size() ? "" : sep);
+                open = true;  // open_cols is not read: no term joins a split literal's last piece
+            }
             can_join = false;
             continue;
         }
-        if (can_join && columns(pad + lines.back() + " " + term + sep) <= kMaxLine) {
-            lines.back() += " " + term + sep;
+        if (can_join && pad + open_cols + 1 + term_cols <= kMaxLine) {
+            out.append(" ").append(term).append(sep);
+            open_cols += 1 + term_cols;
         } else {
-            lines.push_back(term + sep);
+            new_line(term, sep);
         }
         can_join = true;
     }
-    std::string out = paren ? lead + "(\n" : "";
-    for (const auto& l : lines) out += pad + l + "\n";
-    if (paren) out += std::string(indent, ' ') + ")" + trail + "\n";
-    return out;
+    if (open) out += '\n';
+    if (paren) out.append(indent, ' ').append(")").append(trail) += '\n';
 }
 
-std::vector<std::string> split_lines(const std::string& s) {
-    std::vector<std::string> lines;
-    size_t start = 0;
-    for (size_t nl; (nl = s.find('\n', start)) != std::string::npos; start = nl + 1) lines.push_back(s.substr(start, nl - start));
-    lines.push_back(s.substr(start));
-    return lines;
+// python_list into `out`.
+void append_python_list(std::string& out, const std::vector<std::string>& python_exprs, int indent) {
+    if (python_exprs.empty()) { out += "[]"; return; }
+    const std::string lead(static_cast<size_t>(indent) + 4, ' ');
+    out += "[\n";
+    for (const auto& e : python_exprs) layout(out, lead, e, ",");
+    out.append(static_cast<size_t>(indent), ' ') += ']';
 }
 
 }  // namespace
 
-std::string easybuild_escape(const std::string& s) {
-    std::string out;
+void append_easybuild_escaped(std::string& out, std::string_view s) {
+    // Copies the text between '%' runs whole: most values hold no '%' at all.
     for (size_t i = 0; i < s.size();) {
-        if (s[i] != '%') { out += s[i++]; continue; }
-        size_t j = i;
+        const size_t pct = s.find('%', i);
+        if (pct == std::string_view::npos) { out.append(s.substr(i)); break; }
+        out.append(s.substr(i, pct - i));
+        size_t j = pct;
         while (j < s.size() && s[j] == '%') ++j;
         // EasyBuild doubles the run itself unless a template follows; then it keeps it
         // and %-formatting halves it, so the run must be doubled here.
-        out.append(template_at(s, j) ? 2 * (j - i) : j - i, '%');
+        out.append(template_at(s, j) ? 2 * (j - pct) : j - pct, '%');
         i = j;
     }
+}
+
+std::string easybuild_escape(const std::string& s) {
+    std::string out;
+    out.reserve(s.size());
+    append_easybuild_escaped(out, s);
     return out;
 }
 
-std::string easybuild_string(const std::string& s) { return python_string(easybuild_escape(s)); }
+std::string easybuild_string(const std::string& s) {
+    if (s.find('%') == std::string::npos) return python_string(s);
+    return python_string(easybuild_escape(s));
+}
 
 std::string easybuild_template(const std::string& templated, const std::string& literal) {
-    return python_string(templated + easybuild_escape(literal));
+    std::string value = templated;
+    append_easybuild_escaped(value, literal);
+    return python_string(value);
 }
 
 std::string python_list(const std::vector<std::string>& python_exprs, int indent) {
-    if (python_exprs.empty()) return "[]";
-    const std::string pad(static_cast<size_t>(indent), ' ');
-    std::string out = "[\n";
-    for (const auto& e : python_exprs) out += layout(pad + "    ", e, ",");
-    return out + pad + "]";
+    std::string out;
+    append_python_list(out, python_exprs, indent);
+    return out;
 }
 
 std::string easybuild_lines(const std::string& s, int indent) {
-    std::vector<std::string> items;
-    for (const auto& line : split_lines(s)) items.push_back(easybuild_string(line));
-    if (items.size() == 1) return items[0];
-    return "'\\n'.join(" + python_list(items, indent) + ")";
+    if (s.find('\n') == std::string::npos) return easybuild_string(s);
+    // The list written straight into one string, each line's literal made in one reused
+    // buffer (this is most of an easyconfig: the scripts, line by line).
+    std::string out, escaped, literal;
+    out.reserve(s.size() + s.size() / 4 + 64);
+    out += "'\\n'.join([\n";
+    const std::string lead(static_cast<size_t>(indent) + 4, ' ');
+    const std::string_view text = s;
+    for (size_t start = 0;;) {
+        const size_t nl = text.find('\n', start);
+        const std::string_view line = text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
+        // The item goes straight into `out`; only a line too long in bytes is taken back
+        // out and laid out (it may still fit in columns).
+        const size_t item = out.size();
+        out += lead;
+        if (line.find('%') == std::string_view::npos) {
+            append_python_string(out, line);
+        } else {
+            escaped.clear();
+            append_easybuild_escaped(escaped, line);
+            append_python_string(out, escaped);
+        }
+        out += ',';
+        if (out.size() - item <= kMaxLine) {
+            out += '\n';
+        } else {
+            literal.assign(out, item + lead.size(), out.size() - 1 - item - lead.size());
+            out.resize(item);
+            layout(out, lead, literal, ",");
+        }
+        if (nl == std::string_view::npos) break;
+        start = nl + 1;
+    }
+    out.append(static_cast<size_t>(indent), ' ') += "])";
+    return out;
 }
 
 void PythonWriter::comment(const std::string& text) {
@@ -190,11 +256,15 @@ void PythonWriter::comment(const std::string& text) {
 void PythonWriter::blank() { out_ += "\n"; }
 
 void PythonWriter::assign(const std::string& name, const std::string& python_expr) {
-    out_ += layout(name + " = ", python_expr, "");
+    std::string lead = name;
+    lead += " = ";
+    layout(out_, lead, python_expr, "");
 }
 
 void PythonWriter::assign_list(const std::string& name, const std::vector<std::string>& python_exprs) {
-    assign(name, python_list(python_exprs));
+    std::string expr;
+    append_python_list(expr, python_exprs, 0);
+    assign(name, expr);
 }
 
 void PythonWriter::assign_dict(const std::string& name, const std::vector<std::pair<std::string, std::string>>& items) {
@@ -202,7 +272,7 @@ void PythonWriter::assign_dict(const std::string& name, const std::vector<std::p
     size_t width = 0;
     for (const auto& [key, value] : items) width = std::max(width, key.size());
     out_ += name + " = {\n";
-    for (const auto& [key, value] : items) out_ += layout("    " + key + ": " + std::string(width - key.size(), ' '), value, ",");
+    for (const auto& [key, value] : items) layout(out_, "    " + key + ": " + std::string(width - key.size(), ' '), value, ",");
     out_ += "}\n";
 }
 

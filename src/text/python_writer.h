@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -15,6 +16,8 @@ namespace sitegen {
 // template is doubled, then `value % templates`), the value is exactly `s`. Only runs of
 // '%' followed by "(name)s" are doubled; "100%" and "%s" stay as they are.
 std::string easybuild_escape(const std::string& s);
+// easybuild_escape(s) appended to `out`.
+void append_easybuild_escaped(std::string& out, std::string_view s);
 
 // A Python string literal whose value after EasyBuild's templating is exactly `s`.
 std::string easybuild_string(const std::string& s);

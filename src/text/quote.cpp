@@ -1,7 +1,9 @@
 // Quoting writers for Lua, bash and Python, and the text validity checks they rely on.
 #include "text/quote.h"
 
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 
 namespace sitegen {
@@ -34,19 +36,32 @@ uint32_t decode_utf8(std::string_view seq) {
     return cp;
 }
 
+// The length of the valid UTF-8 sequence starting s[i] (not overlong, no surrogate, at most
+// U+10FFFF), or 0 when it is invalid there; `cp` gets its code point.
+size_t valid_sequence_at(std::string_view s, size_t i, uint32_t& cp) {
+    const size_t len = utf8_length(static_cast<unsigned char>(s[i]));
+    if (len == 0 || i + len > s.size()) return 0;
+    for (size_t k = 1; k < len; ++k)
+        if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return 0;
+    cp = decode_utf8(s.substr(i, len));
+    // Reject overlong forms, surrogates and values past U+10FFFF.
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+        return 0;
+    return len;
+}
+
 bool is_valid_utf8(std::string_view s, bool allow_nul) {
     for (size_t i = 0; i < s.size();) {
         const unsigned char c = static_cast<unsigned char>(s[i]);
-        if (c == 0 && !allow_nul) return false;
-        const size_t len = utf8_length(c);
-        if (len == 0 || i + len > s.size()) return false;
-        for (size_t k = 1; k < len; ++k)
-            if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
-        const uint32_t cp = decode_utf8(s.substr(i, len));
-        // Reject overlong forms, surrogates and values past U+10FFFF.
-        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-            (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-            return false;
+        if (c < 0x80) {  // ASCII, most of every text: no decoding
+            if (c == 0 && !allow_nul) return false;
+            ++i;
+            continue;
+        }
+        uint32_t cp = 0;
+        const size_t len = valid_sequence_at(s, i, cp);
+        if (len == 0) return false;
         i += len;
     }
     return true;
@@ -80,11 +95,50 @@ void append_python_ascii(std::string& out, unsigned char c, bool easybuild_templ
     }
 }
 
-// Readable text (accents, CJK) stays as UTF-8 so easyconfigs read naturally.
-void append_python_non_ascii(std::string& out, std::string_view seq) {
-    const uint32_t cp = decode_utf8(seq);
-    if (is_invisible_or_line_breaking(cp)) append_unicode_escape(out, cp);
-    else out += seq;
+// The bytes a Python '...' literal holds as they are: printable ASCII, not \\ or ', and for
+// EasyBuild's templating not '%' either (it is doubled). Indexed [easybuild_template][byte].
+constexpr std::array<std::array<bool, 256>, 2> kPythonRaw = [] {
+    std::array<std::array<bool, 256>, 2> raw{};
+    for (int c = 0x20; c < 0x7f; ++c) {
+        raw[0][static_cast<size_t>(c)] = c != '\\' && c != '\'';
+        raw[1][static_cast<size_t>(c)] = raw[0][static_cast<size_t>(c)] && c != '%';
+    }
+    return raw;
+}();
+
+// Bytes a Lua "..." literal holds as they are: printable ASCII, not \\ or ".
+constexpr std::array<bool, 256> kLuaRaw = [] {
+    std::array<bool, 256> raw{};
+    for (int c = 0x20; c < 0x7f; ++c) raw[static_cast<size_t>(c)] = c != '\\' && c != '"';
+    return raw;
+}();
+
+// Bytes bash_double_quoted writes as they are (all but \\ " $ `).
+constexpr std::array<bool, 256> kDoubleQuotedRaw = [] {
+    std::array<bool, 256> raw{};
+    raw.fill(true);
+    for (char c : {'\\', '"', '$', '`'}) raw[static_cast<unsigned char>(c)] = false;
+    return raw;
+}();
+
+// The length of the run of bytes from s[i] that kPythonRaw[easybuild_template] holds as they
+// are, tested eight at a time (text is mostly such runs): a word is skipped whole when none
+// of its bytes is < 0x20, > 0x7e, \\, ' (or %). The word tests are the "any byte" forms of
+// haszero/hasless/hasmore from https://graphics.stanford.edu/~seander/bithacks.html, exact
+// as yes/no answers; the byte that ends the run is found by the caller's table.
+size_t python_raw_words(std::string_view s, size_t i, bool easybuild_template) {
+    constexpr uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    const auto has_zero = [](uint64_t x) { return (x - ones) & ~x & high; };
+    const size_t start = i;
+    for (uint64_t w; i + 8 <= s.size(); i += 8) {
+        std::memcpy(&w, s.data() + i, 8);
+        const uint64_t special = ((w - ones * 0x20) & ~w & high) |   // a byte < 0x20
+                                 (((w + ones * 0x01) | w) & high) |  // a byte > 0x7e
+                                 has_zero(w ^ (ones * '\\')) | has_zero(w ^ (ones * '\'')) |
+                                 (easybuild_template ? has_zero(w ^ (ones * '%')) : 0);
+        if (special) break;
+    }
+    return i - start;
 }
 
 bool is_bare_bash_char(char c) {
@@ -96,20 +150,28 @@ bool is_bare_bash_char(char c) {
 }  // namespace
 
 std::string lua_string(std::string_view s) {
-    std::string out = "\"";
-    for (unsigned char c : s) {
+    // Runs of bytes that need no escape are copied whole.
+    std::string out;
+    out.reserve(s.size() + 2);
+    out += '"';
+    size_t run = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        if (kLuaRaw[c]) continue;
+        out.append(s.data() + run, i - run);
+        run = i + 1;
         switch (c) {
             case '\\': out += "\\\\"; break;
             case '"': out += "\\\""; break;
             case '\n': out += "\\n"; break;
             case '\r': out += "\\r"; break;
             case '\t': out += "\\t"; break;
-            default:
-                if (c < 0x20 || c >= 0x7f) append_decimal_escape(out, c);
-                else out += static_cast<char>(c);
+            default: append_decimal_escape(out, c);  // other controls, and bytes >= 0x7f
         }
     }
-    return out + "\"";
+    out.append(s.data() + run, s.size() - run);
+    out += '"';
+    return out;
 }
 
 std::string bash_word(std::string_view s) {
@@ -118,22 +180,31 @@ std::string bash_word(std::string_view s) {
     bool bare = !s.empty();
     for (char c : s) bare = bare && is_bare_bash_char(c);
     if (bare) return std::string(s);
-    std::string out = "'";
-    for (char c : s) {
-        if (c == '\'') out += "'\\''";
-        else out += c;
+    std::string out;
+    out.reserve(s.size() + 2);
+    out += '\'';
+    for (size_t i = 0;;) {  // the text between single quotes copied whole
+        const size_t quote = s.find('\'', i);
+        if (quote == std::string_view::npos) { out.append(s.substr(i)); break; }
+        out.append(s.substr(i, quote - i)).append("'\\''");
+        i = quote + 1;
     }
-    return out + "'";
+    out += '\'';
+    return out;
 }
 
 std::string bash_double_quoted(std::string_view s) {
     if (s.find('\0') != std::string_view::npos)
         throw std::invalid_argument("bash text cannot hold a NUL byte");
     std::string out;
-    for (char c : s) {
-        if (c == '\\' || c == '"' || c == '$' || c == '`') out += '\\';
-        out += c;
+    out.reserve(s.size());
+    size_t run = 0;  // runs without \\ " $ ` copied whole
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (kDoubleQuotedRaw[static_cast<unsigned char>(s[i])]) continue;
+        out.append(s.data() + run, i - run) += '\\';
+        run = i;
     }
+    out.append(s.data() + run, s.size() - run);
     return out;
 }
 
@@ -154,17 +225,48 @@ std::string bash_word_expanding_braced_vars(std::string_view s) {
     return "\"" + out + bash_double_quoted(s.substr(literal)) + "\"";
 }
 
-std::string python_string(std::string_view s, bool easybuild_template) {
-    if (!is_valid_utf8(s, true))
-        throw std::invalid_argument("a Python string literal needs valid UTF-8 text");
-    std::string out = "'";
+void append_python_string(std::string& out, std::string_view s, bool easybuild_template) {
+    // One pass that validates and copies runs of bytes written as they are, so a value
+    // costs a table lookup per byte; on invalid UTF-8, `out` is put back as it was.
+    const size_t start = out.size();
+    out.reserve(start + s.size() + 2);
+    out += '\'';
+    const std::array<bool, 256>& raw = kPythonRaw[easybuild_template ? 1 : 0];
+    size_t run = 0;  // start of the bytes not yet copied
     for (size_t i = 0; i < s.size();) {
-        const size_t len = utf8_length(static_cast<unsigned char>(s[i]));
-        if (len == 1) append_python_ascii(out, static_cast<unsigned char>(s[i]), easybuild_template);
-        else append_python_non_ascii(out, s.substr(i, len));
-        i += len;
+        i += python_raw_words(s, i, easybuild_template);
+        if (i == s.size()) break;
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        if (raw[c]) {
+            ++i;
+            continue;
+        }
+        out.append(s.data() + run, i - run);
+        if (c < 0x80) {
+            append_python_ascii(out, c, easybuild_template);
+            ++i;
+        } else {
+            uint32_t cp = 0;
+            const size_t len = valid_sequence_at(s, i, cp);
+            if (len == 0) {
+                out.resize(start);
+                throw std::invalid_argument("a Python string literal needs valid UTF-8 text");
+            }
+            // Readable text (accents, CJK) stays as UTF-8 so easyconfigs read naturally.
+            if (is_invisible_or_line_breaking(cp)) append_unicode_escape(out, cp);
+            else out.append(s.data() + i, len);
+            i += len;
+        }
+        run = i;
     }
-    return out + "'";
+    out.append(s.data() + run, s.size() - run);
+    out += '\'';
+}
+
+std::string python_string(std::string_view s, bool easybuild_template) {
+    std::string out;
+    append_python_string(out, s, easybuild_template);
+    return out;
 }
 
 bool is_valid_utf8_without_nul(std::string_view s) { return is_valid_utf8(s, false); }

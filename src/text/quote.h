@@ -34,6 +34,8 @@ std::string bash_word_expanding_braced_vars(std::string_view s);
 // throws std::invalid_argument otherwise. With easybuild_template, every '%' is doubled
 // because EasyBuild %-formats string values (%(installdir)s).
 std::string python_string(std::string_view s, bool easybuild_template = false);
+// python_string(s, easybuild_template) appended to `out` (unchanged when it throws).
+void append_python_string(std::string& out, std::string_view s, bool easybuild_template = false);
 
 // True if `s` is valid UTF-8 and holds no NUL byte.
 bool is_valid_utf8_without_nul(std::string_view s);

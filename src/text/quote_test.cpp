@@ -217,3 +217,44 @@ for node in ast.parse(source).body:
         CHECK(read_file(dir.file("eb_values." + std::to_string(i))) == corpus[i]);
     }
 }
+
+TEST_CASE("lua_string, bash_word and bash_double_quoted agree with per-byte references on random bytes", "[quote]") {
+    // The writers copy unescaped runs whole; these references escape one byte at a time.
+    const auto lua_reference = [](const std::string& s) {
+        std::string out = "\"";
+        for (unsigned char c : s) {
+            if (c == '\\') out += "\\\\";
+            else if (c == '"') out += "\\\"";
+            else if (c == '\n') out += "\\n";
+            else if (c == '\r') out += "\\r";
+            else if (c == '\t') out += "\\t";
+            else if (c < 0x20 || c >= 0x7f) out += "\\" + std::string(c < 100 ? "0" : "") + std::string(c < 10 ? "0" : "") + std::to_string(c);
+            else out += static_cast<char>(c);
+        }
+        return out + "\"";
+    };
+    const auto double_quoted_reference = [](const std::string& s) {
+        std::string out;
+        for (char c : s) out += std::string(c == '\\' || c == '"' || c == '$' || c == '`' ? "\\" : "") + c;
+        return out;
+    };
+    const auto single_quoted_reference = [](const std::string& s) {
+        std::string out = "'";
+        for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        return out + "'";
+    };
+    uint32_t state = 12345;
+    const auto next = [&] { return state = state * 1103515245u + 12345u, (state >> 16) & 0x7fff; };
+    const std::string alphabet = "ab/'\"\\$`%\n\r\t\x01\x7f\xc3\xa9\xff ";
+    for (int i = 0; i < 5000; ++i) {
+        std::string s;
+        for (unsigned n = next() % 30; n > 0; --n)
+            s += next() % 4 == 0 ? static_cast<char>(1 + next() % 255) : alphabet[next() % alphabet.size()];
+        INFO("input " << i);
+        CHECK(lua_string(s) == lua_reference(s));
+        CHECK(bash_double_quoted(s) == double_quoted_reference(s));
+        const bool bare = !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") ==
+                                            std::string::npos;
+        CHECK(bash_word(s) == (bare ? s : single_quoted_reference(s)));
+    }
+}

@@ -1,0 +1,162 @@
+// Python writer: hand-computed layouts of long literals, python_string against a plain
+// per-character reference, and random multi-line values read back by python3.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "test_support.h"
+#include "text/python_writer.h"
+#include "text/quote.h"
+
+using namespace sitegen;
+
+namespace {
+
+using namespace sitegen::test;
+
+// python_string as its header states it, written the slow obvious way (decode, then one
+// code point at a time): the fast one-pass writer must agree byte for byte.
+std::string reference_python_string(const std::string& s, bool easybuild_template) {
+    std::vector<uint32_t> cps;
+    for (size_t i = 0; i < s.size();) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        if (len == 0 || i + len > s.size()) throw std::invalid_argument("bad");
+        uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+        for (size_t k = 1; k < len; ++k) {
+            const unsigned char t = static_cast<unsigned char>(s[i + k]);
+            if ((t & 0xc0) != 0x80) throw std::invalid_argument("bad");
+            cp = cp << 6 | (t & 0x3f);
+        }
+        const uint32_t min = len == 2 ? 0x80 : len == 3 ? 0x800 : len == 4 ? 0x10000 : 0;
+        if (cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) throw std::invalid_argument("bad");
+        cps.push_back(cp);
+        i += len;
+    }
+    const char* hex = "0123456789abcdef";
+    std::string out = "'";
+    for (size_t i = 0, at = 0; i < cps.size(); ++i) {
+        const uint32_t cp = cps[i];
+        const size_t len = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+        if (cp == '\\') out += "\\\\";
+        else if (cp == '\'') out += "\\'";
+        else if (cp == '\n') out += "\\n";
+        else if (cp == '\r') out += "\\r";
+        else if (cp == '\t') out += "\\t";
+        else if (cp == '%' && easybuild_template) out += "%%";
+        else if (cp < 0x20 || cp == 0x7f) out += std::string("\\x") + hex[cp >> 4] + hex[cp & 15];
+        else if ((cp >= 0x80 && cp <= 0x9f) || (cp >= 0x200b && cp <= 0x200f) || cp == 0x2028 || cp == 0x2029 ||
+                 (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x2069) || cp == 0xfeff) {
+            out += "\\u";
+            for (int shift = 12; shift >= 0; shift -= 4) out += hex[(cp >> shift) & 15];
+        } else {
+            out += s.substr(at, len);
+        }
+        at += len;
+    }
+    return out + "'";
+}
+
+// Random text from pieces that matter to the writers: escapes, quotes, '%' and templates,
+// spaces (split points), multi-byte and escaped code points, newlines, long runs.
+std::string random_text(std::mt19937& rng, bool with_invalid) {
+    static const std::vector<std::string> pieces = {
+        "a", "word", " ", " ", "'", "\"", "\\", "\\'", "\t", "\r", "\n", "\n", "\x01", "\x7f", "%", "%%",
+        "%(installdir)s", "%(name)s", "100%", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xc2\x85",
+        "\xe2\x80\xa8", "\xe2\x80\xae", "\xef\xbb\xbf", std::string(1, '\0'), std::string(60, 'x'),
+        std::string(130, 'y'), " + ", "' + x + '"};
+    static const std::vector<std::string> invalid = {"\xff", "\x80", "\xc3", "\xed\xa0\x80", "\xc0\xaf", "\xf4\x90\x80\x80"};
+    std::string s;
+    const size_t n = rng() % 40;
+    for (size_t i = 0; i < n; ++i) s += pieces[rng() % pieces.size()];
+    if (with_invalid && rng() % 4 == 0) s.insert(rng() % (s.size() + 1), invalid[rng() % invalid.size()]);
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("python_string agrees with a per-code-point reference on random text", "[python_writer]") {
+    std::mt19937 rng(20240923);
+    for (int i = 0; i < 20000; ++i) {
+        const std::string s = random_text(rng, true);
+        const bool eb = rng() % 2 == 0;
+        std::string expected;
+        bool valid = true;
+        try { expected = reference_python_string(s, eb); } catch (const std::invalid_argument&) { valid = false; }
+        INFO("input " << i);
+        if (valid) {
+            CHECK(python_string(s, eb) == expected);
+            std::string out = "prefix";
+            append_python_string(out, s, eb);
+            CHECK(out == "prefix" + expected);
+        } else {
+            CHECK_THROWS_AS(python_string(s, eb), std::invalid_argument);
+            std::string out = "prefix";
+            CHECK_THROWS_AS(append_python_string(out, s, eb), std::invalid_argument);
+            CHECK(out == "prefix");  // left as it was
+        }
+    }
+}
+
+TEST_CASE("a long literal is cut into 120-column lines, after a space in a piece's second half", "[python_writer]") {
+    // "x = " leads, so the value goes in parentheses at indent 4: 4 + 116 columns per line,
+    // 114 of them the literal's body.
+    PythonWriter w;
+    w.assign("x", python_string(std::string(130, 'a')));
+    CHECK(w.text() == "x = (\n    '" + std::string(114, 'a') + "'\n    '" + std::string(16, 'a') + "'\n)\n");
+    PythonWriter spaced;
+    spaced.assign("x", python_string(std::string(100, 'a') + " " + std::string(50, 'b')));
+    CHECK(spaced.text() == "x = (\n    '" + std::string(100, 'a') + " '\n    '" + std::string(50, 'b') + "'\n)\n");
+    // A space in the first half is no cut point; escapes and é are one atom each, é one column.
+    PythonWriter early;
+    early.assign("x", python_string("a " + std::string(60, 'c') + "\n" + std::string(51, 'e') + "\xc3\xa9" + "zz"));
+    CHECK(early.text() == "x = (\n    'a " + std::string(60, 'c') + "\\n" + std::string(50, 'e') + "'\n    '" + "e\xc3\xa9" +
+                              "zz'\n)\n");
+    // Terms joined by " +" share a line while they fit.
+    PythonWriter terms;
+    terms.assign("y", "'" + std::string(50, 'p') + "' + local_x + '" + std::string(70, 'q') + "'");
+    CHECK(terms.text() == "y = (\n    '" + std::string(50, 'p') + "' + local_x +\n    '" + std::string(70, 'q') + "'\n)\n");
+}
+
+TEST_CASE("python3 reads random multi-line values back from easybuild_lines, lines within 120 columns",
+          "[python_writer]") {
+    require_tool("python3");
+    TempDir dir("python_writer");
+    std::mt19937 rng(7);
+    std::vector<std::string> values;
+    PythonWriter w;
+    for (int i = 0; i < 300; ++i) {
+        values.push_back(random_text(rng, false));
+        w.assign("v" + std::to_string(i), easybuild_lines(values.back(), static_cast<int>(rng() % 9)));
+    }
+    const std::string source = w.text();
+    size_t start = 0;
+    for (size_t nl; (nl = source.find('\n', start)) != std::string::npos; start = nl + 1) {
+        size_t cols = 0;
+        for (size_t i = start; i < nl; ++i) cols += (static_cast<unsigned char>(source[i]) & 0xc0) != 0x80;
+        INFO(source.substr(start, nl - start));
+        CHECK(cols <= 120);
+    }
+    write_file(dir.file("values.py"), source);
+    // EasyBuild's templating: every '%' not starting %(name)s doubled, then `% templates`.
+    write_file(dir.file("read.py"), R"PY(import re, sys
+d = sys.argv[1]
+ns = {}
+exec(compile(open(d + '/values.py', encoding='utf-8').read(), 'values.py', 'exec'), ns)
+i = 0
+while 'v%d' % i in ns:
+    v = re.sub(r"(%)(?!%*\(\w+\)s)", r"\1\1", ns['v%d' % i]) % {'installdir': '%(installdir)s', 'name': '%(name)s'}
+    with open('%s/out.%d' % (d, i), 'wb') as f:
+        f.write(v.encode('utf-8'))
+    i += 1
+)PY");
+    REQUIRE(run("python3 " + dir.file("read.py") + " " + bash_word(dir.str())) == 0);
+    for (size_t i = 0; i < values.size(); ++i) {
+        INFO("value " << i);
+        CHECK(read_file(dir.file("out." + std::to_string(i))) == values[i]);
+    }
+}
