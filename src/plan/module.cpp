@@ -426,10 +426,18 @@ void hook_ops(ModuleBuilder& m, ModulePlan& plan, const HookAdditions& hooks) {
 
 bool module_owns_variable(const Site& site, const Stack& stack, const std::string& name) {
     if (never_setenv(name)) return true;
+    return module_owns_variable(module_owned_variables(site, stack), name);
+}
+
+std::vector<std::string> module_owned_variables(const Site& site, const Stack& stack) {
     ModulePlan scratch;
     ModuleBuilder m(scratch);
     core_ops(m, site, stack, true);
-    return std::find(scratch.variables.begin(), scratch.variables.end(), name) != scratch.variables.end();
+    return std::move(scratch.variables);
+}
+
+bool module_owns_variable(const std::vector<std::string>& owned, const std::string& name) {
+    return never_setenv(name) || std::find(owned.begin(), owned.end(), name) != owned.end();
 }
 
 ModulePlan plan_module(const Site& site, const Stack& stack, const PlanOptions& options,

@@ -2,6 +2,7 @@
 #include "site/check.h"
 
 #include <algorithm>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -785,8 +786,10 @@ void Checker::check_text_placement() {
     std::set<std::string> reported;
     for (size_t i = 0; i < site.stacks.size(); ++i) {
         const Stack& stack = site.stacks[i];
+        if (site.collectives.env.empty() && stack.env.empty()) continue;
+        const std::vector<std::string> owned = module_owned_variables(site, stack);  // once per stack, not per name
         auto refuse = [&](const std::string& path, const std::string& name) {
-            if (!module_owns_variable(site, stack, name) || !reported.insert(path).second) return;
+            if (!module_owns_variable(owned, name) || !reported.insert(path).second) return;
             diags.error(site.where(path), "'" + name + "' is set by the generated module itself (or is a path list or Lmod's state); it cannot come from the site's env",
                         "for PATH-like variables use the stack's layout ([python]) instead");
         };
@@ -892,9 +895,14 @@ void check_profiles(const Site& site, Diagnostics& diags) {
     for (size_t k = 0; k < site.stacks.size(); ++k) {
         const Stack& stack = site.stacks[k];
         const std::vector<EnvSetting> applied = applied_settings(site, stack);
+        std::optional<std::vector<std::string>> owned;  // the module's variables, once per stack when a profile sets any
+        auto owns = [&](const std::string& name) {
+            if (!owned) owned = module_owned_variables(site, stack);
+            return module_owns_variable(*owned, name);
+        };
         for (size_t b = 0; b < applied.size(); ++b) {
             const EnvSetting& later = applied[b];
-            if (later.path.rfind("profiles.", 0) == 0 && module_owns_variable(site, stack, later.name) &&
+            if (later.path.rfind("profiles.", 0) == 0 && owns(later.name) &&
                 reported.insert("owned " + later.path).second)
                 diags.error(site.where(later.path + ".name"),
                             "'" + later.name + "' is set by the generated module itself (or is a path list or Lmod's state); "
