@@ -113,10 +113,16 @@ void add_view_extras(LuaValue& t, const Site& site, const std::string&) {
 template <FieldTable T>
 LuaValue table_view(const T& object, const std::string& path) {
     LuaValue t = LuaValue::make_table();
+    t.fields.reserve(fields_of<T>().size() + 3);  // the rows and the extras: no regrowth moving fields
+    static const std::string kNoPath;
     for (const Field<T>& row : fields_of<T>())
         std::visit([&](auto member) {
+            using V = member_value_t<decltype(member)>;
+            // Only tables use their path (a scalar's is derived from its key when asked): no
+            // string built per scalar of every stack.
+            constexpr bool uses_path = region_rule_for<V>() == RegionRule::nested || region_rule_for<V>() == RegionRule::names;
             if constexpr (!std::is_same_v<decltype(member), ExtendsPaths>)  // shown as `files`
-                t.add(row.key, value_view(object.*member, child_path(path, row.key)));
+                t.add(row.key, value_view(object.*member, uses_path ? child_path(path, row.key) : kNoPath));
         }, row.member);
     add_view_extras(t, object, path);
     return t;

@@ -23,20 +23,26 @@ namespace {
 // Collects operations and the variables they set.
 class ModuleBuilder {
 public:
-    explicit ModuleBuilder(ModulePlan& plan) : plan_(plan) {}
+    // names_only: record only the variables set (module_owned_variables), no ops to build.
+    explicit ModuleBuilder(ModulePlan& plan, bool names_only = false) : plan_(plan), names_only_(names_only) {
+        if (!names_only) plan_.ops.reserve(32);  // a module has about 20 ops: no regrowth moving them
+    }
 
     void comment(std::string text, ModuleSection section = ModuleSection::core) {
+        if (names_only_) return;
         ModuleOp op{ModuleOp::Kind::comment, section};
         op.text = std::move(text);
         plan_.ops.push_back(std::move(op));
     }
     void set_local(std::string name, ModuleValue value) {
+        if (names_only_) return;
         ModuleOp op{ModuleOp::Kind::set_local};
         op.name = std::move(name);
         op.value = std::move(value);
         plan_.ops.push_back(std::move(op));
     }
     void find_image(std::string local, std::string file, std::string fallback_dir, bool directory_ok) {
+        if (names_only_) return;
         ModuleOp op{ModuleOp::Kind::find_image};
         op.name = std::move(local);
         op.text = std::move(file);
@@ -45,6 +51,7 @@ public:
         plan_.ops.push_back(std::move(op));
     }
     void append_first(std::string local, std::vector<ConditionalAppend> alternatives) {
+        if (names_only_) return;
         ModuleOp op{ModuleOp::Kind::append_first};
         op.name = std::move(local);
         op.alternatives = std::move(alternatives);
@@ -75,16 +82,19 @@ public:
 
 private:
     void variable(ModuleOp::Kind kind, const std::string& name, ModuleValue value, ModuleSection section) {
-        ModuleOp op{kind, section};
-        op.name = name;
-        op.value = std::move(value);
-        plan_.ops.push_back(std::move(op));
+        if (!names_only_) {
+            ModuleOp op{kind, section};
+            op.name = name;
+            op.value = std::move(value);
+            plan_.ops.push_back(std::move(op));
+        }
         // Listed once, where first set (PATH may be extended by the layout and again for bin/).
         if (std::find(plan_.variables.begin(), plan_.variables.end(), name) == plan_.variables.end())
             plan_.variables.push_back(name);
     }
 
     ModulePlan& plan_;
+    bool names_only_ = false;
 };
 
 // The module's variables in one list, by name: the resolved collective environment that applies
@@ -426,10 +436,18 @@ void hook_ops(ModuleBuilder& m, ModulePlan& plan, const HookAdditions& hooks) {
 
 bool module_owns_variable(const Site& site, const Stack& stack, const std::string& name) {
     if (never_setenv(name)) return true;
+    return module_owns_variable(module_owned_variables(site, stack), name);
+}
+
+std::vector<std::string> module_owned_variables(const Site& site, const Stack& stack) {
     ModulePlan scratch;
-    ModuleBuilder m(scratch);
+    ModuleBuilder m(scratch, true);
     core_ops(m, site, stack, true);
-    return std::find(scratch.variables.begin(), scratch.variables.end(), name) != scratch.variables.end();
+    return std::move(scratch.variables);
+}
+
+bool module_owns_variable(const std::vector<std::string>& owned, const std::string& name) {
+    return never_setenv(name) || std::find(owned.begin(), owned.end(), name) != owned.end();
 }
 
 ModulePlan plan_module(const Site& site, const Stack& stack, const PlanOptions& options,

@@ -2,7 +2,7 @@
 #include "site/check.h"
 
 #include <algorithm>
-#include <regex>
+#include <optional>
 #include <set>
 
 #include "node/topology.h"
@@ -12,6 +12,7 @@
 #include "plan/runscripts.h"
 #include "plan/traits.h"
 #include "text/quote.h"
+#include "site/patterns.h"
 #include "site/schema.h"
 #include "site/suggest.h"
 
@@ -81,10 +82,6 @@ struct Checker {
     void check_stack(size_t i);
     void check_install_steps(size_t i);
 };
-
-const std::regex kModuleName(R"(^[A-Za-z0-9][A-Za-z0-9_.+-]*$)");
-const std::regex kVersion(R"(^[A-Za-z0-9][A-Za-z0-9_.+-]*$)");
-const std::regex kSuffix(R"(^([-_.][A-Za-z0-9_.+-]*)?$)");
 
 void Checker::run(const std::string& expected_name) {
     for (const char* table : {"site", "hardware", "collectives", "python"})
@@ -178,13 +175,13 @@ void Checker::check_stack(size_t i) {
     const auto& s = site.stacks[i];
     const std::string p = "stacks." + std::to_string(i);
     for (const char* k : {"name", "version", "description", "homepage"}) require(p + "." + k);
-    if (present(p + ".name") && !std::regex_match(s.name, kModuleName))
+    if (present(p + ".name") && !is_module_word(s.name))
         diags.error(site.where(p + ".name"),
                     "stack name '" + s.name + "' is not a valid module name (letters, digits, '_', '.', '+', '-')");
-    if (present(p + ".version") && !std::regex_match(s.version, kVersion))
+    if (present(p + ".version") && !is_module_word(s.version))
         diags.error(site.where(p + ".version"),
                     "stack version '" + s.version + "' is not a valid module version");
-    if (!std::regex_match(s.versionsuffix, kSuffix))
+    if (!is_version_suffix(s.versionsuffix))
         diags.error(site.where(p + ".versionsuffix"),
                     "versionsuffix '" + s.versionsuffix + "' must start with '-', '_' or '.' and hold only letters, digits, '_', '.', '+', '-'");
     const LayoutTraits& layout = traits(s.python.layout);
@@ -219,8 +216,7 @@ void Checker::check_stack(size_t i) {
     const RuntimeTraits& rt = traits(site.container.runtime);
     if (site.container.enabled && rt.image_is_name) {
         // A name the runtime resolves in its own store, never a file.
-        static const std::regex kFileImage(R"(^[/.~]|\.(sif|sqsh|squashfs|simg)$)");
-        if (std::regex_search(s.image, kFileImage))
+        if (looks_like_image_file(s.image))
             diags.error(site.where(p + ".image"),
                         "'" + s.image + "' looks like an image file, but " + to_string(site.container.runtime) +
                             " runs images by name",
@@ -239,8 +235,7 @@ void Checker::check_stack(size_t i) {
                     "python layout '" + to_string(s.python.layout) + "' activates conda in the image, but a " +
                         to_string(site.container.runtime) + " image is a Spack software stack with views, not conda",
                     "use layout 'container-system' (the view's python3)");
-    static const std::regex kSha256("[0-9a-f]{64}");
-    if (!s.image_sha256.empty() && !std::regex_match(s.image_sha256, kSha256))
+    if (!s.image_sha256.empty() && !is_sha256_hex(s.image_sha256))
         diags.error(site.where(p + ".image_sha256"),
                     "image_sha256 '" + s.image_sha256 + "' is not a SHA-256: 64 lowercase hexadecimal digits",
                     "print it with: sha256sum <image>");
@@ -343,10 +338,6 @@ void Checker::check_install_steps(size_t i) {
     std::vector<std::string> components;
     for (const auto& [name, version] : s.components) components.push_back(name);
     std::map<std::string, size_t> step_of;
-    static const std::regex kHttps(R"(^https://[A-Za-z0-9.-]+(:[0-9]+)?(/[!-~]*)?$)");
-    static const std::regex kSource(R"(^(git\+)?https://[A-Za-z0-9.-]+(:[0-9]+)?/[!-~]*$)");
-    static const std::regex kFlag(R"(^-[!-~]*$)");
-    static const std::regex kStrayDollar(R"(\$(?!\{[A-Za-z_][A-Za-z0-9_]*\}))");
     for (size_t j = 0; j < s.install.size(); ++j) {
         const InstallStep& step = s.install[j];
         const std::string q = p + "." + std::to_string(j);
@@ -364,11 +355,11 @@ void Checker::check_install_steps(size_t i) {
             diags.error(site.where(q + ".packages"), "'packages' is empty: an install step installs at least one component");
         for (const char* key : {"index_url", "extra_index_url"}) {
             const std::string& url = std::string(key) == "index_url" ? step.index_url : step.extra_index_url;
-            if (!url.empty() && !std::regex_match(url, kHttps))
+            if (!url.empty() && !is_https_url(url))
                 diags.error(site.where(q + "." + key), "'" + std::string(key) + "' must be an https URL without spaces, found '" + url + "'");
         }
         if (!step.source.empty()) {
-            if (!std::regex_match(step.source, kSource))
+            if (!is_pip_source_url(step.source))
                 diags.error(site.where(q + ".source"),
                             "'source' must be an https:// or git+https:// URL without spaces, found '" + step.source + "'",
                             "e.g. git+https://github.com/thomas-bouvier/horovod.git@compile-cpp17");
@@ -379,7 +370,7 @@ void Checker::check_install_steps(size_t i) {
         for (size_t k = 0; k < step.pip_flags.size(); ++k) {
             const std::string& flag = step.pip_flags[k];
             const std::string at = q + ".pip_flags." + std::to_string(k);
-            if (!std::regex_match(flag, kFlag))
+            if (!is_option_word(flag))
                 diags.error(site.where(at), "pip flag '" + flag + "' must be one option word starting with '-'");
             const std::string option = flag.substr(0, flag.find('='));
             for (const char* owned : {"--index-url", "-i", "--extra-index-url", "--user", "--prefix", "--target", "-t",
@@ -391,8 +382,7 @@ void Checker::check_install_steps(size_t i) {
         for (const auto& [name, value] : step.build_env) {
             const std::string at = q + ".build_env." + name;
             single_line(at, value);
-            std::smatch m;
-            if (std::regex_search(value, m, kStrayDollar))
+            if (has_stray_dollar(value))
                 diags.error(site.where(at), "'$' in '" + at + "' must start a ${NAME} reference (only those expand)",
                             "write ${NAME} with braces");
         }
@@ -708,14 +698,12 @@ void Checker::check_network_plugin() {
 // [batch] env and prepend_path: one line each in the job script, written as one bash word
 // (so literal, like the module's values); a prepend is one absolute directory.
 void Checker::check_job_environment() {
-    static const std::regex kShellVariable(R"(\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*))");
     for (const auto& [name, value] : site.batch.env) {
         const std::string path = "batch.env." + name;
         single_line(path, value);
-        std::smatch m;
-        if (std::regex_search(value, m, kShellVariable))
+        if (const auto m = first_shell_variable(value))
             diags.warning(site.where(path),
-                          "'" + m.str(0) + "' in '" + path + "' is written literally: the job script does not "
+                          "'" + std::string(*m) + "' in '" + path + "' is written literally: the job script does not "
                           "expand variables in values", "write the value in full");
     }
     // In a container the job's host environment is not what the ranks see (podman-hpc passes
@@ -737,11 +725,10 @@ void Checker::check_job_environment() {
 // version file (plan/traits.h: driver_traits), so it must be such a version, on a GPU site.
 // The bandwidth threshold needs the peak it is a fraction of.
 void Checker::check_driver_gates() {
-    static const std::regex kDriverVersion(R"(^[0-9]{1,9}(\.[0-9]{1,9}){0,5}$)");
     for (size_t i = 0; i < site.stacks.size(); ++i) {
         const std::string path = "stacks." + std::to_string(i) + ".min_driver", &v = site.stacks[i].min_driver;
         if (!present(path)) continue;
-        if (!std::regex_match(v, kDriverVersion))
+        if (!is_driver_version(v))
             diags.error(site.where(path), "min_driver '" + v + "' is not a driver version: numbers separated by '.'",
                         "write it as the node's driver version file does, e.g. \"535.104.05\" or \"6.7.0\"");
         else if (site.hardware.gpu_vendor == GpuVendor::none)
@@ -758,12 +745,10 @@ void Checker::check_driver_gates() {
 // Values are written as they are: a module's setenv and the wrapper's exports never expand
 // $VAR, so "/scratch/$USER/hf" would reach the program literally.
 void Checker::check_literal_values() {
-    static const std::regex kShellVariable(R"(\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*))");
     auto warn = [&](const std::string& path, const std::string& value) {
-        std::smatch m;
-        if (std::regex_search(value, m, kShellVariable))
+        if (const auto m = first_shell_variable(value))
             diags.warning(site.where(path),
-                          "'" + m.str(0) + "' in '" + path + "' is written literally: modules and the rank wrapper do "
+                          "'" + std::string(*m) + "' in '" + path + "' is written literally: modules and the rank wrapper do "
                           "not expand variables in values",
                           "write the value in full");
     };
@@ -785,8 +770,10 @@ void Checker::check_text_placement() {
     std::set<std::string> reported;
     for (size_t i = 0; i < site.stacks.size(); ++i) {
         const Stack& stack = site.stacks[i];
+        if (site.collectives.env.empty() && stack.env.empty()) continue;
+        const std::vector<std::string> owned = module_owned_variables(site, stack);  // once per stack, not per name
         auto refuse = [&](const std::string& path, const std::string& name) {
-            if (!module_owns_variable(site, stack, name) || !reported.insert(path).second) return;
+            if (!module_owns_variable(owned, name) || !reported.insert(path).second) return;
             diags.error(site.where(path), "'" + name + "' is set by the generated module itself (or is a path list or Lmod's state); it cannot come from the site's env",
                         "for PATH-like variables use the stack's layout ([python]) instead");
         };
@@ -857,7 +844,6 @@ void check_profiles(const Site& site, Diagnostics& diags) {
     };
     for (size_t i = 0; i < site.collectives.profiles.size(); ++i)
         known("collectives.profiles." + std::to_string(i), site.collectives.profiles[i]);
-    static const std::regex kShellVariable(R"(\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*))");
     for (size_t i = 0; i < site.profiles.size(); ++i) {
         const Profile& profile = site.profiles[i];
         const std::string p = "profiles." + std::to_string(i);
@@ -877,10 +863,9 @@ void check_profiles(const Site& site, Diagnostics& diags) {
                         diags.error(site.where(vp + "." + key), "'" + vp + "." + key + "' must be a single line without control characters");
                         break;
                     }
-            std::smatch m;
-            if (std::regex_search(var.value, m, kShellVariable))
+            if (const auto m = first_shell_variable(var.value))
                 diags.warning(site.where(vp + ".value"),
-                              "'" + m.str(0) + "' in '" + vp + ".value' is written literally: modules and the rank "
+                              "'" + std::string(*m) + "' in '" + vp + ".value' is written literally: modules and the rank "
                               "wrapper do not expand variables in values", "write the value in full");
             if (!var.when.plugin_version.empty() && !valid_version_spec(var.when.plugin_version))
                 diags.error(site.where(vp + ".when.plugin_version"),
@@ -892,9 +877,14 @@ void check_profiles(const Site& site, Diagnostics& diags) {
     for (size_t k = 0; k < site.stacks.size(); ++k) {
         const Stack& stack = site.stacks[k];
         const std::vector<EnvSetting> applied = applied_settings(site, stack);
+        std::optional<std::vector<std::string>> owned;  // the module's variables, once per stack when a profile sets any
+        auto owns = [&](const std::string& name) {
+            if (!owned) owned = module_owned_variables(site, stack);
+            return module_owns_variable(*owned, name);
+        };
         for (size_t b = 0; b < applied.size(); ++b) {
             const EnvSetting& later = applied[b];
-            if (later.path.rfind("profiles.", 0) == 0 && module_owns_variable(site, stack, later.name) &&
+            if (later.path.rfind("profiles.", 0) == 0 && owns(later.name) &&
                 reported.insert("owned " + later.path).second)
                 diags.error(site.where(later.path + ".name"),
                             "'" + later.name + "' is set by the generated module itself (or is a path list or Lmod's state); "
