@@ -12,6 +12,7 @@
 #include "site/check.h"
 #include "site/diagnostics.h"
 #include "site/load.h"
+#include "out/input_log.h"
 #include "out/manifest.h"
 #include "out/publish.h"
 #include "out/sha256.h"
@@ -73,7 +74,25 @@ struct Loaded {
     std::string name;
     Site site;
     std::vector<HookAdditions> hooks;  // what the site's Lua hooks add, per stack (run once)
+    // The site's inputs as loading asked for them, and what check found (for the build state).
+    std::vector<InputQuery> queries;
+    std::string answers;
+    std::vector<std::string> rule_dirs;
+    std::vector<Diagnostic> findings;
+    bool findings_complete = false;  // every finding of this site is in `findings`, none clipped
 };
+
+// The directories whose *.lua files a site's build runs: sitegen's rules, --rules DIRs, and
+// the site's own hooks directory when it has one.
+std::vector<std::string> rule_dirs_of(FileSystem& fs, const Request& request, const Site& site) {
+    std::vector<std::string> dirs{default_rules_dir()};
+    dirs.insert(dirs.end(), request.rule_dirs.begin(), request.rule_dirs.end());
+    if (!site.files.empty()) {
+        const std::string hooks = std::filesystem::path(site.files.front()).parent_path().string() + "/hooks";
+        if (fs.is_dir(hooks)) dirs.push_back(hooks);
+    }
+    return dirs;
+}
 
 // Load + check every site; all findings of all sites are reported in one run.
 bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>& sites,
@@ -83,13 +102,28 @@ bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>&
     for (const auto& name : names) {
         Loaded l{name, {}};
         size_t before = diags.error_count();
-        if (load_site(fs, request.sites_dir, name, l.site, diags) || diags.error_count() == before) {
+        const size_t findings_before = diags.all().size();
+        const size_t counted_before = diags.error_count() + diags.warning_count() + diags.note_count();
+        RecordingFs inputs(fs);
+        if (load_site(inputs, request.sites_dir, name, l.site, diags) || diags.error_count() == before) {
             check_site(l.site, name, diags);
             // Lua rules read a schema-valid site; on a broken one they would only add noise.
             if (diags.error_count() == before) run_rules(l.site, request.rule_dirs, diags);
             // Hooks add to the plan of a site that passed every check (so check reports them too).
             if (diags.error_count() == before) l.hooks = run_hooks(l.site, diags);
         }
+        // The rule and hook files are inputs too (their sandboxes read them): asked through
+        // the recorder, so an up-to-date build compares their bytes as well.
+        l.rule_dirs = rule_dirs_of(inputs, request, l.site);
+        for (const auto& file : rule_files(l.rule_dirs)) {
+            std::string text, error;
+            inputs.read(file, text, error, kMaxInputFileBytes);
+        }
+        l.queries = inputs.queries();
+        l.answers = inputs.answers();
+        l.findings.assign(diags.all().begin() + static_cast<std::ptrdiff_t>(findings_before), diags.all().end());
+        l.findings_complete =
+            diags.error_count() + diags.warning_count() + diags.note_count() - counted_before == l.findings.size();
         sites.push_back(std::move(l));
     }
     return !diags.has_errors();
@@ -155,19 +189,12 @@ std::string hook_text(const HookAdditions& h) {
 // One build key per stack (in site order): a digest of everything its outputs are made
 // from: sitegen, the install prefix, the site-wide tables, the rule and hook files (by
 // content), the stack itself and what the hooks add to it.
-std::vector<std::string> stack_keys(FileSystem& fs, const Request& request, const Loaded& l,
-                                    const PlanOptions& options) {
+std::vector<std::string> stack_keys(FileSystem& fs, const Loaded& l, const PlanOptions& options) {
     std::string base;
     put_text(base, tool_identity());
     put_text(base, options.prefix);
     put_text(base, site_wide_text(l.site));
-    std::vector<std::string> dirs{default_rules_dir()};
-    dirs.insert(dirs.end(), request.rule_dirs.begin(), request.rule_dirs.end());
-    if (!l.site.files.empty()) {
-        const std::string hooks = std::filesystem::path(l.site.files.front()).parent_path().string() + "/hooks";
-        if (fs.is_dir(hooks)) dirs.push_back(hooks);
-    }
-    for (const auto& file : rule_files(dirs)) {
+    for (const auto& file : rule_files(l.rule_dirs)) {
         std::string text, error;
         if (!fs.read(file, text, error)) text = "unreadable: " + error;
         put_text(base, file);
@@ -183,6 +210,72 @@ std::vector<std::string> stack_keys(FileSystem& fs, const Request& request, cons
         keys.push_back(sha256_hex(text));
     }
     return keys;
+}
+
+// The digest of everything a site's outputs depend on besides the answers to its load's
+// queries: sitegen, the request's prefix and rule directories, and which rule files exist.
+std::string inputs_digest(const Request& request, const std::vector<std::string>& rule_dirs, const std::string& answers) {
+    std::string text;
+    put_text(text, tool_identity());
+    put_text(text, request.prefix ? "prefix " + *request.prefix : std::string("site prefix"));
+    // The queries' paths are relative to where sitegen runs: the sites directory must be the same.
+    std::error_code ec;
+    put_text(text, std::filesystem::absolute(request.sites_dir, ec).lexically_normal().string());
+    put_text(text, default_rules_dir());
+    for (const auto& dir : request.rule_dirs) put_text(text, "rules " + dir);
+    for (const auto& dir : rule_dirs) put_text(text, "dir " + dir);
+    for (const auto& file : rule_files(rule_dirs)) put_text(text, "file " + file);
+    put_text(text, answers);
+    return sha256_hex(text);
+}
+
+std::string under_out(const std::string& out_dir, const std::string& path) {
+    return out_dir.empty() || out_dir == "." ? path : out_dir + "/" + path;
+}
+
+// An up-to-date build: every requested site has a build state whose inputs answer exactly as
+// they did (same bytes of every file its load, rules and hooks read; same sitegen and request)
+// and whose tree is as that build left it (no journal; every directory, file and manifest
+// with its recorded stat, so nothing was added, removed, edited or chmod-ed). Then there is
+// nothing to load, check, render or publish: the findings check made are repeated and the
+// build reports every file unchanged. False (and `result` untouched) otherwise.
+bool up_to_date(FileSystem& fs, const Request& request, const std::string& state_dir, Result& result) {
+    if (state_dir.empty()) return false;
+    Result scratch;
+    std::vector<std::string> names;
+    if (!resolve_sites(fs, request, names, scratch)) return false;
+    TreeEntry journal;
+    if (fs.entry(under_out(request.out_dir, ".sitegen-journal"), journal)) return false;
+    Diagnostics diags;
+    size_t files = 0;
+    for (const auto& name : names) {
+        std::string text, error;
+        BuildState state;
+        if (!fs.read(state_path(state_dir, name), text, error, kMaxOutputFileBytes) || !parse_state(text, state) ||
+            state.inputs.empty() || state.manifests.size() != 2 ||
+            state.inputs != inputs_digest(request, state.rule_dirs, answer_again(fs, state.queries)))
+            return false;
+        const auto same = [&](const std::map<std::string, FileStat>& stats, TreeEntry::Type type) {
+            for (const auto& [path, stat] : stats) {
+                TreeEntry e;
+                if (!fs.entry(under_out(request.out_dir, path), e) || e.type != type || !(stat_of(e) == stat)) return false;
+            }
+            return true;
+        };
+        std::map<std::string, FileStat> manifests;
+        for (const auto& [root, stat] : state.manifests) manifests[root + "/" + kManifestName] = stat;
+        if (!same(manifests, TreeEntry::Type::file) || !same(state.dirs, TreeEntry::Type::dir) ||
+            !same(state.files, TreeEntry::Type::file))
+            return false;
+        for (const auto& d : state.findings) diags.add(d);
+        files += state.files.size();
+    }
+    result.err += render_all(diags, reader_for(fs));
+    std::string list;
+    for (const auto& name : names) list += (list.empty() ? "" : ", ") + name;
+    result.out += std::string("sitegen: ") + (request.dry_run ? "would write " : "wrote ") + list + ": " +
+                  plural(files, "file") + " (0 added, 0 changed, 0 removed, " + std::to_string(files) + " unchanged)\n";
+    return true;
 }
 
 // Where the build states of `out_dir` live ("" = nowhere: no state directory is known).
@@ -324,6 +417,8 @@ Result run_build(FileSystem& fs, const Request& request) {
             return result;
         }
     }
+    const std::string state_dir = state_dir_of(request.out_dir);
+    if (up_to_date(fs, request, state_dir, result)) return result;
     Diagnostics diags;
     std::vector<Loaded> sites;
     if (!resolve_and_check(fs, request, sites, diags, result)) return result;
@@ -333,7 +428,6 @@ Result run_build(FileSystem& fs, const Request& request) {
     PublishOptions popts{request.out_dir, request.dry_run, request.force};
     std::map<std::string, FileStat> known;  // the last build's stats of every site's files
     std::vector<BuildState> next(sites.size());  // what each site's state will record
-    const std::string state_dir = state_dir_of(request.out_dir);
     if (!diags.has_errors()) {
         for (size_t s = 0; s < sites.size(); ++s) {
             const Loaded& l = sites[s];
@@ -343,7 +437,7 @@ Result run_build(FileSystem& fs, const Request& request) {
             // Stacks whose inputs and files are as the last build left them are not rendered.
             std::map<std::string, TreeSpec> manifests;
             BuildState state = usable_state(fs, request.out_dir, state_dir, l.site, manifests);
-            const std::vector<std::string> keys = stack_keys(fs, request, l, options);
+            const std::vector<std::string> keys = stack_keys(fs, l, options);
             std::map<std::string, int> ids;
             for (const Stack& stack : l.site.stacks) ++ids[stack.module_full_name()];
             OutputList part;
@@ -422,10 +516,33 @@ Result run_build(FileSystem& fs, const Request& request) {
             for (const auto& [id, record] : state.stacks)
                 for (const auto& path : record.files) {
                     const auto it = report.stats.find(path);
-                    if (it == report.stats.end() || path.find('\n') != std::string::npos) complete = false;
+                    if (it == report.stats.end()) complete = false;
                     else state.files[path] = it->second;
                 }
-            for (const auto& [id, record] : state.stacks) complete = complete && id.find('\n') == std::string::npos;
+            // The inputs, when check's findings can be repeated exactly (none cut or left out).
+            const Loaded& l = sites[s];
+            bool repeatable = l.findings_complete;
+            for (const auto& d : l.findings)
+                repeatable = repeatable && d.message.size() <= kMaxMessageBytes && d.hint.size() <= kMaxMessageBytes;
+            if (repeatable) {
+                state.inputs = inputs_digest(request, l.rule_dirs, l.answers);
+                state.queries = l.queries;
+                state.rule_dirs = l.rule_dirs;
+                state.findings = l.findings;
+            }
+            // Every directory of the roots: a new or removed entry changes its directory's mtime.
+            for (const auto& [path, stat] : state.files)
+                for (auto slash = path.rfind('/'); slash != std::string::npos && slash > 0; slash = path.rfind('/', slash - 1)) {
+                    const std::string dir = path.substr(0, slash);
+                    if (!state.dirs.emplace(dir, FileStat{}).second) break;  // and its parents, already added
+                    if (dir == modules_root(l.site) || dir == easyconfigs_root(l.site)) break;
+                }
+            for (auto& [dir, stat] : state.dirs) {
+                TreeEntry e;
+                if (!fs.entry(under_out(request.out_dir, dir), e) || e.type != TreeEntry::Type::dir) complete = false;
+                else stat = stat_of(e);
+            }
+            complete = complete && state_is_writable(state);
             const std::string path = state_path(state_dir, sites[s].site.site.name);
             const std::string temp = path + ".new-" + std::to_string(::getpid());
             std::string error;

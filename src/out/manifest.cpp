@@ -1,7 +1,9 @@
 // Manifest and build-state text, and the site's digest text walked from the field table.
 #include "out/manifest.h"
 
+#include <charconv>
 #include <sstream>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -13,7 +15,7 @@ namespace sitegen {
 namespace {
 
 constexpr const char* kStateHeader =
-    "# sitegen build state v1: not part of the output tree; a rebuild skips stacks whose key and files are unchanged\n";
+    "# sitegen build state v2: not part of the output tree; a rebuild skips stacks whose key and files are unchanged\n";
 
 template <typename V> struct is_vector : std::false_type {};
 template <typename V> struct is_vector<std::vector<V>> : std::true_type {};
@@ -89,63 +91,161 @@ TreeSpec parse_manifest(const std::string& text) {
     return out;
 }
 
+namespace {
+
+void put_stat(std::string& out, const char* kind, const FileStat& s, const std::string& path) {
+    out += kind;
+    for (unsigned long long n : {s.size, s.mtime_ns, s.ino, static_cast<unsigned long long>(s.mode)}) {
+        out += ' ';
+        out += std::to_string(n);
+    }
+    out += ' ';
+    out += path;
+    out += '\n';
+}
+
+// A line-at-a-time reader of the state text (string views, no stream: a 10,000-stack state
+// has 100,000 lines, and an up-to-date build reads nothing else of size).
+struct StateReader {
+    std::string_view text;
+    bool ok = true;
+    std::string_view word() {
+        const size_t end = text.find_first_of(" \n");
+        std::string_view w = text.substr(0, end);
+        text.remove_prefix(end == std::string_view::npos ? text.size() : end);
+        if (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+        return w;
+    }
+    unsigned long long number() {
+        const std::string_view w = word();
+        unsigned long long n = 0;
+        const auto [ptr, ec] = std::from_chars(w.data(), w.data() + w.size(), n);
+        if (ec != std::errc() || ptr != w.data() + w.size() || w.empty()) ok = false;
+        return n;
+    }
+    std::string rest_of_line() {
+        const size_t end = text.find('\n');
+        if (end == std::string_view::npos) { ok = false; return {}; }
+        std::string out(text.substr(0, end));
+        text.remove_prefix(end + 1);
+        return out;
+    }
+    std::string bytes(size_t n) {
+        if (n > text.size()) { ok = false; return {}; }
+        std::string out(text.substr(0, n));
+        text.remove_prefix(n);
+        return out;
+    }
+    FileStat stat() {
+        FileStat s;
+        s.size = number();
+        s.mtime_ns = number();
+        s.ino = number();
+        s.mode = static_cast<unsigned>(number());
+        return s;
+    }
+};
+
+bool one_line(const std::string& s) { return s.find('\n') == std::string::npos; }
+
+}  // namespace
+
 std::string state_text(const BuildState& state) {
     std::string out = kStateHeader;
-    for (const auto& [root, s] : state.manifests)
-        out += "manifest " + std::to_string(s.size) + " " + std::to_string(s.mtime_ns) + " " + std::to_string(s.ino) +
-               " " + root + "\n";
+    if (!state.inputs.empty()) {
+        out += "inputs " + state.inputs + "\n";
+        for (const auto& dir : state.rule_dirs) out += "ruledir " + dir + "\n";
+        for (const auto& q : state.queries) {
+            out += "query ";
+            out += static_cast<char>(q.op);
+            out += ' ' + q.path + "\n";
+        }
+        for (const auto& d : state.findings)
+            out += "finding " + std::to_string(static_cast<int>(d.severity)) + " " + std::to_string(d.where.line) + " " +
+                   std::to_string(d.where.column) + " " + std::to_string(d.where.file.size()) + " " +
+                   std::to_string(d.message.size()) + " " + std::to_string(d.hint.size()) + " " + d.where.file +
+                   d.message + d.hint + "\n";
+    }
+    for (const auto& [root, s] : state.manifests) put_stat(out, "manifest", s, root);
+    for (const auto& [dir, s] : state.dirs) put_stat(out, "dir", s, dir);
     for (const auto& [id, record] : state.stacks) {
         out += "stack " + record.key + (record.rebuilt ? " rebuilt " : " kept ") + id + "\n";
         for (const auto& path : record.files) {
             const auto it = state.files.find(path);
-            if (it == state.files.end()) continue;
-            const FileStat& s = it->second;
-            out += "file " + std::to_string(s.size) + " " + std::to_string(s.mtime_ns) + " " + std::to_string(s.ino) +
-                   " " + path + "\n";
+            if (it != state.files.end()) put_stat(out, "file", it->second, path);
         }
     }
     return out;
 }
 
-bool parse_state(const std::string& text, BuildState& state) {
-    state = {};
-    if (text.compare(0, std::char_traits<char>::length(kStateHeader), kStateHeader) != 0) return false;
-    std::istringstream in(text.substr(std::char_traits<char>::length(kStateHeader)));
-    std::string line;
-    BuildState::StackRecord* current = nullptr;
-    while (std::getline(in, line)) {
-        std::istringstream words(line);
-        std::string kind;
-        words >> kind;
-        if (kind == "manifest") {
-            FileStat s;
-            std::string root;
-            if (!(words >> s.size >> s.mtime_ns >> s.ino)) { state = {}; return false; }
-            words.get();
-            std::getline(words, root);
-            state.manifests[root] = s;
-        } else if (kind == "stack") {
-            std::string key, how, id;
-            words >> key >> how;
-            words.get();
-            std::getline(words, id);
-            current = &state.stacks[id];
-            current->key = key;
-            current->rebuilt = how == "rebuilt";
-        } else if (kind == "file" && current) {
-            FileStat s;
-            std::string path;
-            if (!(words >> s.size >> s.mtime_ns >> s.ino)) { state = {}; return false; }
-            words.get();
-            std::getline(words, path);
-            current->files.push_back(path);
-            state.files[path] = s;
-        } else {
-            state = {};
-            return false;
-        }
+bool state_is_writable(const BuildState& state) {
+    for (const auto& q : state.queries)
+        if (!one_line(q.path)) return false;
+    for (const auto& d : state.rule_dirs)
+        if (!one_line(d)) return false;
+    for (const auto& [path, s] : state.dirs)
+        if (!one_line(path)) return false;
+    for (const auto& [id, record] : state.stacks) {
+        if (!one_line(id)) return false;
+        for (const auto& path : record.files)
+            if (!one_line(path) || !state.files.count(path)) return false;
     }
     return true;
+}
+
+bool parse_state(const std::string& text, BuildState& state) {
+    state = {};
+    const size_t header = std::char_traits<char>::length(kStateHeader);
+    if (text.compare(0, header, kStateHeader) != 0) return false;
+    StateReader in{std::string_view(text).substr(header)};
+    BuildState::StackRecord* current = nullptr;
+    while (in.ok && !in.text.empty()) {
+        const std::string_view kind = in.word();
+        if (kind == "inputs") {
+            state.inputs = in.rest_of_line();
+        } else if (kind == "ruledir") {
+            state.rule_dirs.push_back(in.rest_of_line());
+        } else if (kind == "query") {
+            const std::string_view op = in.word();
+            static constexpr std::string_view kOps = "redtlf";
+            if (op.size() != 1 || kOps.find(op[0]) == std::string_view::npos) return state = {}, false;
+            state.queries.push_back({static_cast<InputQuery::Op>(op[0]), in.rest_of_line()});
+        } else if (kind == "finding") {
+            Diagnostic d;
+            const auto severity = in.number();
+            d.where.line = static_cast<int>(in.number());
+            d.where.column = static_cast<int>(in.number());
+            const size_t file = in.number(), message = in.number(), hint = in.number();
+            if (severity > 2) return state = {}, false;
+            d.severity = static_cast<Severity>(severity);
+            d.where.file = in.bytes(file);
+            d.message = in.bytes(message);
+            d.hint = in.bytes(hint);
+            if (in.rest_of_line() != "") return state = {}, false;
+            state.findings.push_back(std::move(d));
+        } else if (kind == "manifest" || kind == "dir" || kind == "file") {
+            const FileStat s = in.stat();
+            std::string path = in.rest_of_line();
+            if (kind == "manifest") state.manifests[path] = s;
+            else if (kind == "dir") state.dirs[path] = s;
+            else if (current) {
+                current->files.push_back(path);
+                state.files[std::move(path)] = s;
+            } else {
+                return state = {}, false;
+            }
+        } else if (kind == "stack") {
+            const std::string key(in.word());
+            const std::string_view how = in.word();
+            current = &state.stacks[in.rest_of_line()];
+            current->key = key;
+            current->rebuilt = how == "rebuilt";
+        } else {
+            return state = {}, false;
+        }
+    }
+    if (!in.ok) state = {};
+    return in.ok;
 }
 
 std::string state_path(const std::string& dir, const std::string& site_name) { return dir + "/" + site_name; }

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "out/fs.h"
+#include "out/input_log.h"
+#include "site/diagnostics.h"
 #include "site/model.h"
 
 namespace sitegen {
@@ -25,9 +27,10 @@ TreeSpec parse_manifest(const std::string& text);
 // manifest still holds and it need not be read.
 struct FileStat {
     unsigned long long size = 0, mtime_ns = 0, ino = 0;
+    unsigned mode = 0;  // permission bits: a chmod does not change the mtime
     bool operator==(const FileStat&) const = default;
 };
-inline FileStat stat_of(const TreeEntry& e) { return {e.size, e.mtime_ns, e.ino}; }
+inline FileStat stat_of(const TreeEntry& e) { return {e.size, e.mtime_ns, e.ino, e.mode}; }
 
 // The build state of one site: a cache kept outside the output tree (whose bytes stay those of
 // a fresh build), at <state dir>/<digest of the out dir's path>/<site> (state_path). Valid only while each root's manifest
@@ -38,11 +41,20 @@ struct BuildState {
         bool rebuilt = false;            // rendered by the build that wrote this state
         std::vector<std::string> files;  // its outputs, relative to the out dir
     };
+    // The inputs, so that a build whose inputs all answer as they did need not load the site:
+    std::string inputs;                        // digest: sitegen, request, rule files, answers ("" = none)
+    std::vector<InputQuery> queries;           // what loading the site asked the file system
+    std::vector<std::string> rule_dirs;        // directories whose *.lua files are inputs
+    std::vector<Diagnostic> findings;          // what check reported (warnings, notes), to repeat
+    std::map<std::string, FileStat> dirs;      // every directory of the roots, the roots included
     std::map<std::string, FileStat> manifests;     // root -> its manifest's stat
     std::map<std::string, StackRecord> stacks;     // by module full name (name/version)
     std::map<std::string, FileStat> files;         // every output, relative to the out dir
 };
 std::string state_text(const BuildState& state);
+// False when the state cannot be written as text (a path or name with a newline, a stack
+// file without its stat): the caller removes the old state instead.
+bool state_is_writable(const BuildState& state);
 // False (and `state` empty) when the text is not a state this sitegen wrote.
 bool parse_state(const std::string& text, BuildState& state);
 // `dir` is the out dir's state directory: $SITEGEN_STATE_DIR, else $XDG_CACHE_HOME/sitegen,

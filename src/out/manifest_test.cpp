@@ -13,11 +13,11 @@ TEST_CASE("the build state reads back as written", "[manifest]") {
     state.manifests["modules-out/s"] = {10, 20, 30};
     state.stacks["PyTorch/2.3.1-x"] = {std::string(64, 'b'), true, {"modules-out/s/modulefiles/PyTorch/2.3.1-x.lua"}};
     state.stacks["PyTorch/2.4"] = {std::string(64, 'c'), false, {"modules-out/s/software/PyTorch/2.4/bin/a b"}};
-    state.files["modules-out/s/modulefiles/PyTorch/2.3.1-x.lua"] = {4260, 1795506803154931015ULL, 599988};
+    state.files["modules-out/s/modulefiles/PyTorch/2.3.1-x.lua"] = {4260, 1795506803154931015ULL, 599988, 0644};
     state.files["modules-out/s/software/PyTorch/2.4/bin/a b"] = {1, 2, 3};
     const std::string text = state_text(state);
     CHECK(text.find("stack bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb rebuilt PyTorch/2.3.1-x\n"
-                    "file 4260 1795506803154931015 599988 modules-out/s/modulefiles/PyTorch/2.3.1-x.lua\n") !=
+                    "file 4260 1795506803154931015 599988 420 modules-out/s/modulefiles/PyTorch/2.3.1-x.lua\n") !=
           std::string::npos);
     BuildState back;
     REQUIRE(parse_state(text, back));
@@ -30,6 +30,35 @@ TEST_CASE("the build state reads back as written", "[manifest]") {
     CHECK_FALSE(parse_state("# something else\n", back));
     CHECK(back.stacks.empty());
     CHECK_FALSE(parse_state(text + "garbage line\n", back));
+}
+
+TEST_CASE("the build state keeps the inputs and findings an up-to-date build repeats", "[manifest]") {
+    BuildState state;
+    state.inputs = std::string(64, 'd');
+    state.rule_dirs = {"/usr/share/sitegen/rules", "sites/s/hooks"};
+    state.queries = {{InputQuery::Op::read, "sites/s/site.toml"}, {InputQuery::Op::is_dir, "sites/s/hooks"}};
+    // A finding's text may hold anything, newlines included: it is stored by length.
+    state.findings.push_back({Severity::warning, {"sites/s/site.toml", 7, 3}, "two\nlines 'x'", "did you mean 'y'?"});
+    state.findings.push_back({Severity::note, {"", 0, 0}, "", ""});
+    state.dirs["modules-out/s"] = {4096, 5, 6, 0755};
+    state.manifests["modules-out/s"] = {1, 2, 3, 0644};
+    BuildState back;
+    REQUIRE(parse_state(state_text(state), back));
+    CHECK(back.inputs == state.inputs);
+    CHECK(back.rule_dirs == state.rule_dirs);
+    REQUIRE(back.queries.size() == 2);
+    CHECK(back.queries[1].op == InputQuery::Op::is_dir);
+    CHECK(back.queries[1].path == "sites/s/hooks");
+    REQUIRE(back.findings.size() == 2);
+    CHECK(back.findings[0].message == "two\nlines 'x'");
+    CHECK(back.findings[0].hint == "did you mean 'y'?");
+    CHECK(back.findings[0].where.line == 7);
+    CHECK(back.findings[0].where.column == 3);
+    CHECK(back.findings[1].severity == Severity::note);
+    CHECK(back.dirs == state.dirs);
+    // A path with a newline cannot be a line of the state: it is not written at all.
+    state.dirs["modules-out/s/a\nb"] = {};
+    CHECK_FALSE(state_is_writable(state));
 }
 
 TEST_CASE("site-wide text covers every table but the stacks, a stack text one stack", "[manifest]") {
@@ -74,7 +103,7 @@ TEST_CASE("publish links kept files and trusts recorded stats", "[manifest][publ
     REQUIRE(publish(fs, roots, first, {"out", false, false}, report, diags));
     REQUIRE(report.stats.size() == 2);
     const auto stamp_a = fs.files.at("out/modules-out/s/a.lua").stamp;
-    CHECK(report.stats.at("modules-out/s/a.lua") == FileStat{3, stamp_a, stamp_a});
+    CHECK(report.stats.at("modules-out/s/a.lua") == FileStat{3, stamp_a, stamp_a, 0644});
 
     // b changes, a is kept: the staged tree links a (same stamp), the manifest is a fresh one.
     PublishOptions options{"out", false, false};

@@ -23,12 +23,13 @@ std::string join(const std::string& dir, const std::string& rel) {
     return dir + "/" + rel;
 }
 
-// modules-out/lumi -> modules-out/.lumi.sitegen-new
+// modules-out/lumi -> modules-out/.lumi.sitegen-spare: where the next tree is staged, and
+// where the tree it replaced stays afterwards, so the next publish rewrites only what changed.
 std::string staging_of(const std::string& root) {
     auto slash = root.rfind('/');
     std::string parent = slash == std::string::npos ? "" : root.substr(0, slash + 1);
     std::string leaf = slash == std::string::npos ? root : root.substr(slash + 1);
-    return parent + "." + leaf + ".sitegen-new";
+    return parent + "." + leaf + ".sitegen-spare";
 }
 
 std::string octal(unsigned mode) {
@@ -98,6 +99,69 @@ std::string manifest_of(const TreeSpec& spec) {
     std::string out = "# sitegen manifest v1: sha256, mode, path relative to this directory\n";
     for (const auto& [rel, f] : spec) out += f.hash + (f.mode == 0755u ? " 755 " : " 644 ") + rel + "\n";
     return out;
+}
+
+// Makes `staged` hold exactly the new tree of `root`: each wanted file that is on the live
+// tree as wanted (`live_inodes`; kept files always are) becomes or stays another name of the
+// live file, every other one is written anew, the manifest last; whatever else the staging
+// path holds is removed. When it holds the tree the previous publish replaced (the spare),
+// only what changed since then is written, so one changed stack costs a scan, not a copy of
+// every file. A staged file is never written in place: it may be another name of a live one.
+bool stage_root(FileSystem& fs, const std::string& live, const std::string& staged, const std::string& root,
+                const std::vector<const OutputFile*>& files, const std::map<std::string, unsigned long long>& live_inodes,
+                const std::string& manifest, PublishReport& report, std::string& error) {
+    std::map<std::string, const OutputFile*> wanted;  // rel -> rendered file (null: kept, linked)
+    for (const OutputFile* f : files) wanted[f->path.substr(root.size() + 1)] = f;
+    for (const auto& [rel, ino] : live_inodes)
+        if (rel != kManifestName) wanted.emplace(rel, nullptr);
+    TreeSpec shape;  // for the wanted directories
+    for (const auto& [rel, f] : wanted) shape[rel];
+    const std::set<std::string> dirs = parent_dirs(shape);
+
+    std::set<std::string> done;  // rel paths the spare already holds as wanted
+    TreeEntry top;
+    bool reuse = fs.entry(staged, top) && top.type == TreeEntry::Type::dir && top.mode == kDirMode;
+    if (reuse) {
+        const std::vector<TreeEntry> entries = fs.scan(staged);
+        for (const TreeEntry& e : entries)
+            if (e.type == TreeEntry::Type::dir && dirs.count(e.path) && e.mode != kDirMode) reuse = false;
+        std::string removed;  // the last directory removed whole (scan lists parents first)
+        for (const TreeEntry& e : reuse ? entries : std::vector<TreeEntry>{}) {
+            if (!removed.empty() && e.path.size() > removed.size() && e.path.compare(0, removed.size(), removed) == 0 &&
+                e.path[removed.size()] == '/')
+                continue;
+            if (e.type == TreeEntry::Type::dir) {
+                if (dirs.count(e.path)) continue;
+                removed = e.path;
+            } else if (e.type == TreeEntry::Type::file && e.path != kManifestName) {
+                const auto ino = live_inodes.find(e.path);
+                if (ino != live_inodes.end() && ino->second == e.ino && wanted.count(e.path)) {
+                    done.insert(e.path);
+                    continue;
+                }
+            }
+            if (!fs.remove_all(staged + "/" + e.path, error)) return false;
+        }
+    }
+    if (!reuse && !(fs.remove_all(staged, error) && fs.make_dirs(staged, error))) return false;
+    for (const auto& [rel, f] : wanted) {
+        if (done.count(rel)) continue;
+        const std::string to = staged + "/" + rel;
+        if (live_inodes.count(rel)) {
+            // Same bytes and mode as wanted: another name, same inode and mtime (so the stat
+            // recorded by the scan stays true).
+            if (!fs.link(live + "/" + rel, to, error)) return false;
+            continue;
+        }
+        if (!fs.write(to, f->contents, f->executable, error)) return false;
+        TreeEntry e;
+        if (fs.entry(to, e)) report.stats[f->path] = stat_of(e);
+    }
+    const std::string to = staged + "/" + kManifestName;
+    TreeEntry e;
+    if (!fs.write(to, manifest, false, error)) return false;
+    if (fs.entry(to, e)) report.manifest_stats[root] = stat_of(e);
+    return true;
 }
 
 }  // namespace
@@ -186,6 +250,9 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
 
     std::vector<std::string> to_swap;
     std::map<std::string, std::string> manifests;
+    // Per root: the files that are on the live tree exactly as wanted, by their inode there
+    // (the spare gets another name of them instead of a copy).
+    std::map<std::string, std::map<std::string, unsigned long long>> live_inodes;
     for (auto& [root, root_files] : by_root) {
         const std::string live = join(out, root);
         // What a fresh build leaves in this root, and what sitegen last wrote there.
@@ -248,6 +315,7 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
             if (own) {
                 if (old_text == manifests[root] && e.mode == 0644) {
                     present.insert(e.path);
+                    live_inodes[root][e.path] = e.ino;
                     report.manifest_stats[root] = stat_of(e);
                 } else {
                     differs = true;
@@ -275,6 +343,7 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
                 differs = true;
             } else if (want->second.hash == hash && want->second.mode == e.mode) {
                 present.insert(e.path);
+                live_inodes[root][e.path] = e.ino;
                 if (!own) {
                     ++report.unchanged;
                     report.stats[shown] = stat_of(e);
@@ -307,26 +376,8 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
     };
     // Stage every changed root completely before touching any live tree.
     for (const auto& root : to_swap) {
-        const std::string staged = join(out, staging_of(root));
-        bool ok = fs.remove_all(staged, error);
-        ok = ok && fs.make_dirs(staged, error);
-        for (const OutputFile* file : by_root[root]) {
-            const OutputFile& f = *file;
-            if (!ok) break;
-            const std::string to = staged + f.path.substr(root.size());
-            ok = fs.write(to, f.contents, f.executable, error);
-            TreeEntry written;
-            if (ok && fs.entry(to, written)) report.stats[f.path] = stat_of(written);
-        }
-        // Unchanged outputs are linked, not rewritten: same inode, bytes and mtime (their
-        // stat from the scan stays true).
-        for (const KeptFile* k : kept_by_root[root]) {
-            if (!ok) break;
-            ok = fs.link(join(out, k->path), staged + k->path.substr(root.size()), error);
-        }
-        ok = ok && fs.write(staged + "/" + kManifestName, manifests[root], false, error);
-        TreeEntry written;
-        if (ok && fs.entry(staged + "/" + kManifestName, written)) report.manifest_stats[root] = stat_of(written);
+        const bool ok = stage_root(fs, join(out, root), join(out, staging_of(root)), root, by_root[root],
+                                   live_inodes[root], manifests[root], report, error);
         if (!ok) {
             discard_staging();
             diags.error({}, "cannot write the new tree (the previous one is untouched): " + error);
@@ -360,12 +411,7 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
             report.io_error = true;
             return false;
         }
-    for (const auto& root : to_swap)
-        if (!fs.remove_all(join(out, staging_of(root)), error)) {
-            diags.error({join(out, kJournalName), 0, 0}, "cannot remove the previous tree: " + error);
-            report.io_error = true;
-            return false;
-        }
+    // The replaced trees stay at the staging paths: the next publish stages into them.
     if (!fs.remove_all(join(out, kJournalName), error)) {
         diags.error({join(out, kJournalName), 0, 0}, "cannot remove journal: " + error);
         report.io_error = true;

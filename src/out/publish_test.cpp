@@ -43,7 +43,7 @@ TEST_CASE("publish writes every file, its mode and a sorted manifest", "[publish
     CHECK(manifest.find(" 755 software/a/1/bin/run\n") != std::string::npos);
     CHECK(manifest.find("modulefiles") < manifest.find("software"));
     CHECK_FALSE(fs.exists("out/.sitegen-journal"));
-    CHECK_FALSE(fs.exists("out/modules-out/.s.sitegen-new"));
+    CHECK_FALSE(fs.exists("out/modules-out/.s.sitegen-spare"));
 }
 
 TEST_CASE("publishing the same outputs twice changes nothing", "[publish]") {
@@ -128,8 +128,19 @@ TEST_CASE("a crash at any rename leaves either the old or the new tree, never a 
         const std::string eb = fs.files.at("out/easyconfigs-out/s/a/a-1.eb").data;
         const bool old_tree = lua.find("one") != std::string::npos;
         CHECK(old_tree == (eb.find("one") != std::string::npos));
-        CHECK_FALSE(fs.exists("out/modules-out/.s.sitegen-new"));
-        CHECK_FALSE(fs.exists("out/easyconfigs-out/.s.sitegen-new"));
+        CHECK_FALSE(fs.exists("out/.sitegen-journal"));
+        // Whatever a crash left at the spare paths (half a staged tree, the old tree), the
+        // next publish stages over it and leaves exactly the tree a fresh publish writes.
+        Diagnostics next;
+        REQUIRE(run(fs, tree("three"), next));
+        MemoryFs fresh;
+        REQUIRE(run(fresh, tree("three"), next));
+        for (const char* root : {"out/modules-out/s", "out/easyconfigs-out/s"}) {
+            std::vector<std::string> a, b;
+            for (const auto& e : fs.scan(root)) a.push_back(e.path + "=" + (e.type == TreeEntry::Type::file ? fs.files.at(std::string(root) + "/" + e.path).data : "dir"));
+            for (const auto& e : fresh.scan(root)) b.push_back(e.path + "=" + (e.type == TreeEntry::Type::file ? fresh.files.at(std::string(root) + "/" + e.path).data : "dir"));
+            CHECK(a == b);
+        }
     }
 }
 
@@ -203,7 +214,6 @@ TEST_CASE("a forced publish leaves exactly the tree a fresh build writes, even w
         CHECK(tree_of(fs, "out/easyconfigs-out/s/") == want_easyconfigs);
         CHECK(fs.scan("out/modules-out/s").size() == fresh.scan("out/modules-out/s").size());  // no stray dirs
         CHECK_FALSE(fs.exists("out/.sitegen-journal"));
-        CHECK_FALSE(fs.exists("out/modules-out/.s.sitegen-new"));
         // And the next plain build agrees: nothing to do.
         Diagnostics again;
         PublishReport next;
@@ -264,12 +274,51 @@ TEST_CASE("a crash at any rename of a forced rebuild is finished by the next run
         const bool is_old = modules == old_modules && easyconfigs == old_easyconfigs;
         const bool is_new = modules == tree_of(fresh, "out/modules-out/s/") && easyconfigs == tree_of(fresh, "out/easyconfigs-out/s/");
         CHECK(is_old != is_new);
-        CHECK_FALSE(fs.exists("out/modules-out/.s.sitegen-new"));
-        CHECK_FALSE(fs.exists("out/easyconfigs-out/.s.sitegen-new"));
+        CHECK_FALSE(fs.exists("out/.sitegen-journal"));
         // A forced run then converges.
         Diagnostics forced;
         REQUIRE(run(fs, tree("one"), forced, true));
         CHECK(tree_of(fs, "out/modules-out/s/") == tree_of(fresh, "out/modules-out/s/"));
         CHECK(tree_of(fs, "out/easyconfigs-out/s/") == tree_of(fresh, "out/easyconfigs-out/s/"));
+    }
+}
+
+TEST_CASE("the replaced tree stays as the spare, and the next publish rewrites only what changed in it", "[publish]") {
+    MemoryFs fs;
+    Diagnostics diags;
+    REQUIRE(run(fs, tree("one"), diags));
+    OutputList two = tree("one");
+    two[0].contents = "setenv(\"V\", \"two\")\n";
+    REQUIRE(run(fs, two, diags));
+    // The first tree is the spare now; its unchanged files are other names of the live ones.
+    const std::string spare = "out/modules-out/.s.sitegen-spare/";
+    const std::string live = "out/modules-out/s/";
+    REQUIRE(fs.files.count(spare + "modulefiles/a/1.lua"));
+    CHECK(fs.files.at(spare + "modulefiles/a/1.lua").data == "setenv(\"V\", \"one\")\n");
+    CHECK(fs.files.at(spare + "software/a/1/bin/run").stamp == fs.files.at(live + "software/a/1/bin/run").stamp);
+
+    // Someone edits the spare and leaves a stray file there: neither reaches the next tree.
+    fs.files.at(spare + "modulefiles/a/1.lua").data = "tampered";
+    std::string error;
+    REQUIRE(fs.write(spare + "stray.txt", "x", false, error));
+    REQUIRE(fs.make_dirs(spare + "stray-dir/deeper", error));
+    OutputList three = two;
+    three[2].contents = "name = 'a'  # three\n";
+    const auto unchanged_stamp = fs.files.at(live + "software/a/1/bin/run").stamp;
+    REQUIRE(run(fs, three, diags));
+    CHECK(fs.files.at(live + "modulefiles/a/1.lua").data == "setenv(\"V\", \"two\")\n");
+    CHECK(fs.files.at(live + "software/a/1/bin/run").stamp == unchanged_stamp);  // linked, not rewritten
+    CHECK(fs.files.at("out/easyconfigs-out/s/a/a-1.eb").data == "name = 'a'  # three\n");
+    CHECK_FALSE(fs.exists(live + "stray.txt"));
+    CHECK_FALSE(fs.exists(live + "stray-dir"));
+    CHECK(diags.error_count() == 0);
+    // And the live tree is exactly what a fresh publish of the same outputs writes.
+    MemoryFs fresh;
+    REQUIRE(run(fresh, three, diags));
+    for (const std::string& root : {std::string("out/modules-out/s"), std::string("out/easyconfigs-out/s")}) {
+        std::vector<std::pair<std::string, std::string>> a, b;
+        for (const auto& e : fs.scan(root)) a.push_back({e.path, e.type == TreeEntry::Type::file ? fs.files.at(root + "/" + e.path).data : ""});
+        for (const auto& e : fresh.scan(root)) b.push_back({e.path, e.type == TreeEntry::Type::file ? fresh.files.at(root + "/" + e.path).data : ""});
+        CHECK(a == b);
     }
 }

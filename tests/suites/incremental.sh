@@ -53,9 +53,13 @@ build() {
   SITEGEN_STATE_DIR=$SCRATCH/state-$(basename "$1") "$sitegen" --sites-dir "$sites" --out-dir "$1" \
     build lumi --rules "$SCRATCH/rules" "${@:2}"
 }
-# The stacks the last build of the incremental tree rendered, space-separated, sorted.
+# The stacks the last build of the incremental tree rendered, space-separated, sorted. An
+# up-to-date build (its inputs all read as before, its tree as the state recorded) loads and
+# renders nothing and leaves the state as it was: then nothing was rendered.
+state_stamp() { find "$SCRATCH/state-inc" -type f -name lumi -printf '%i %T@\n' 2>/dev/null; }
 rebuilt() {
   local state
+  if [[ ${stamp_before-} == "$(state_stamp)" ]]; then return; fi
   state=$(find "$SCRATCH/state-inc" -type f -name lumi)
   awk '$1 == "stack" && $3 == "rebuilt" { print $4 }' "$state" | LC_ALL=C sort | paste -sd' '
 }
@@ -65,9 +69,10 @@ n=0
 # after NAME EXPECTED-REBUILT: rebuilds the incremental tree and a fresh one, compares them.
 after() {
   n=$((n + 1))
+  stamp_before=$(state_stamp)
   check "$1: the rebuild succeeds" build "$inc"
   check "$1: a fresh build succeeds" build "$SCRATCH/fresh-$n"
-  check "$1: the rebuilt tree equals a fresh build" diff -r "$inc" "$SCRATCH/fresh-$n"
+  check "$1: the rebuilt tree equals a fresh build" diff -r -x '.*.sitegen-spare' "$inc" "$SCRATCH/fresh-$n"
   check_eq "$1: stacks rebuilt" "$2" "$(rebuilt)"
 }
 
@@ -116,9 +121,50 @@ build "$inc" >/dev/null 2>"$SCRATCH/refused.err" || rc=$?
 check_eq "hand edit: a plain build refuses" 3 "$rc"
 check_contains "hand edit: says which file" "file was edited by hand" "$(cat "$SCRATCH/refused.err")"
 check_eq "hand edit: the refused tree is untouched" "$edited" "$(stamps)"
+stamp_before=$(state_stamp)
 check "hand edit: --force" build "$inc" --force
-check "hand edit: --force restores a fresh tree" diff -r "$inc" "$SCRATCH/fresh-$n"
+check "hand edit: --force restores a fresh tree" diff -r -x '.*.sitegen-spare' "$inc" "$SCRATCH/fresh-$n"
 check_eq "hand edit: only the edited stack was rendered" "$one" "$(rebuilt)"
+# An up-to-date build still notices what changed in the tree without a content edit: a file
+# made executable (the mtime stays) and a file added by hand (its directory's mtime changes).
+chmod +x "$module_one"
+rc=0
+build "$inc" >/dev/null 2>"$SCRATCH/chmod.err" || rc=$?
+check_eq "mode change: a plain build refuses" 3 "$rc"
+check_contains "mode change: says which file" "file mode was changed by hand" "$(cat "$SCRATCH/chmod.err")"
+chmod -x "$module_one"
+echo mine >"$inc/modules-out/lumi/modulefiles/notes.txt"
+rc=0
+build "$inc" >/dev/null 2>"$SCRATCH/stray.err" || rc=$?
+check_eq "added file: a plain build refuses" 3 "$rc"
+check_contains "added file: says which file" "notes.txt" "$(cat "$SCRATCH/stray.err")"
+rm "$inc/modules-out/lumi/modulefiles/notes.txt"
+# A new rule file is an input (even one that reports nothing), and so is a site's warning:
+# the up-to-date build repeats the warnings check printed, byte for byte.
+echo '-- a new rule' >"$SCRATCH/rules/new.lua"
+after "new rule file" "$one $two"
+cat >"$SCRATCH/rules/warn.lua" <<'EOF'
+-- Test rule: one warning at the site's name.
+rule {
+  name = "extra-warn",
+  description = "test rule that warns",
+  check = function(site) warn_at(pathof(site.site, "name"), "a test warning from a rule") end,
+}
+EOF
+after "warning rule" "$one $two"
+build "$inc" >"$SCRATCH/warn1.out" 2>"$SCRATCH/warn1.err" || true
+build "$inc" >"$SCRATCH/warn2.out" 2>"$SCRATCH/warn2.err" || true
+check_contains "a warning: check reports it" "a test warning from a rule" "$(cat "$SCRATCH/warn1.err")"
+check_eq "a warning: the up-to-date build repeats it exactly" "$(cat "$SCRATCH/warn1.err")" "$(cat "$SCRATCH/warn2.err")"
+check_contains "a warning: and still has nothing to do" "0 added, 0 changed, 0 removed" "$(cat "$SCRATCH/warn2.out")"
+rm "$SCRATCH/rules/warn.lua"
+after "warning rule removed" "$one $two"
+# The same site name under another sites directory is another input.
+cp -a "$sites" "$SCRATCH/sites-copy"
+sed -i 's/^description = "PyTorch 2.4.0, edited."/description = "PyTorch 2.4.0, from the copy."/' "$SCRATCH/sites-copy/lumi/site.toml"
+SITEGEN_STATE_DIR=$SCRATCH/state-inc "$sitegen" --sites-dir "$SCRATCH/sites-copy" --out-dir "$inc" build lumi --rules "$SCRATCH/rules" >/dev/null 2>&1
+check_contains "another sites directory: its site is built" "from the copy" "$(cat "$inc/modules-out/lumi/modulefiles/$two.lua")"
+after "back to the first sites directory" "$one $two"  # its hook files are other paths
 # A deleted output comes back (its stack is rendered again; nothing to refuse).
 rm "$inc/modules-out/lumi/software/$two/runscripts/get-master"
 after "deleted output" "$two"
