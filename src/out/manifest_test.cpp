@@ -38,8 +38,17 @@ TEST_CASE("the build state keeps the inputs and findings an up-to-date build rep
     state.rule_dirs = {"/usr/share/sitegen/rules", "sites/s/hooks"};
     state.queries = {{InputQuery::Op::read, "sites/s/site.toml"}, {InputQuery::Op::is_dir, "sites/s/hooks"}};
     // A finding's text may hold anything, newlines included: it is stored by length.
-    state.findings.push_back({Severity::warning, {"sites/s/site.toml", 7, 3}, "two\nlines 'x'", "did you mean 'y'?"});
-    state.findings.push_back({Severity::note, {"", 0, 0}, "", ""});
+    Diagnostic warning;
+    warning.severity = Severity::warning;
+    warning.where.file = "sites/s/site.toml";
+    warning.where.line = 7;
+    warning.where.column = 3;
+    warning.message = "two\nlines 'x'";
+    warning.hint = "did you mean 'y'?";
+    state.findings.push_back(warning);
+    Diagnostic note;
+    note.severity = Severity::note;
+    state.findings.push_back(note);
     state.dirs["modules-out/s"] = {4096, 5, 6, 0755};
     state.manifests["modules-out/s"] = {1, 2, 3, 0644};
     BuildState back;

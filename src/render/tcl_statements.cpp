@@ -127,7 +127,7 @@ void TclStatements::driver_gate(const DriverGateCheck& gate) {
     line("    if { [file readable $driver_file] && ![catch {open $driver_file r} driver_fh] } {");
     line("        set driver_text [read $driver_fh]");
     line("        close $driver_fh");
-    line("        if { [regexp {[0-9]+\.[0-9][0-9.]*} $driver_text driver_version] } {");
+    line("        if { [regexp {[0-9]+\\.[0-9][0-9.]*} $driver_text driver_version] } {");
     line("            set driver_numbers [join [lmap n [regexp -all -inline {[0-9]+} $driver_version] {scan $n %d}] .]");
     line("            if { [package vcompare $driver_numbers " + tcl_string(gate.minimum) + "] < 0 } {");
     const std::string message = "\"" + std::string(gate.warn ? "WARNING: " : "") + tcl_quoted_content(gate.before) + "${driver_version} (${driver_file})" +
