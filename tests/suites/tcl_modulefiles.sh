@@ -208,4 +208,63 @@ else
   check_contains "evil: missing-image error names the image" "not found in" "$msg"
 fi
 if [[ -e $marker ]]; then fail "evil: a payload ran (found $marker)"; else pass; fi
+
+# The driver gate in real Tcl: a stack that needs NVIDIA driver 535.129.03, its module loaded
+# against version files written here (SITEGEN_DRIVER_VERSION_FILE, as driver_gate.sh does for Lmod).
+mkdir -p "$SCRATCH/sites/gate"
+cat >"$SCRATCH/sites/gate/site.toml" <<'TOML'
+[site]
+name = "gate"
+description = "driver gate in Environment Modules"
+scheduler = "slurm"
+launcher = "srun"
+install_prefix = "/opt/gate"
+module_system = "environment-modules"
+
+[hardware]
+gpu_vendor = "nvidia"
+devices_per_node = 1
+cores_per_node = 4
+device_cores = ["0-3"]
+
+[collectives]
+library = "nccl"
+visibility_var = "CUDA_VISIBLE_DEVICES"
+
+[python]
+layout = "system"
+version = "3.11"
+interpreter = "/usr/bin/python3"
+
+[[stacks]]
+name = "Gated"
+version = "1.0"
+min_driver = "535.129.03"
+homepage = "https://example.org/"
+description = "a stack that needs driver 535.129.03"
+TOML
+if ! msg=$("$sitegen" --sites-dir "$SCRATCH/sites" --out-dir "$SCRATCH/gate-out" build gate 2>&1); then
+  fail "gate: sitegen build failed: $msg"
+  finish
+fi
+# gate_load VERSION-FILE-TEXT: exit status and messages of `module load Gated/1.0`.
+gate_load() {
+  printf '%s\n' "$1" >"$SCRATCH/driver-version"
+  # shellcheck disable=SC2016 # expanded by the clean bash
+  envmod 'export MODULEPATH=$1 SITEGEN_DRIVER_VERSION_FILE=$2
+    module load Gated/1.0 2>&1; echo "rc=$? loaded=${LOADEDMODULES:-}"' \
+    "$SCRATCH/gate-out/modules-out/gate/modulefiles" "$SCRATCH/driver-version"
+}
+out=$(gate_load "NVRM version: NVIDIA UNIX x86_64 Kernel Module  530.30.02  Wed Feb 22 04:11:39 UTC 2023")
+check_contains "gate: an older driver is refused, naming its version" "530.30.02" "$out"
+check_contains "gate: an older driver leaves nothing loaded" "loaded=" "$out"
+[[ $out != *"loaded=Gated/1.0"* ]] && pass || fail "gate: Gated/1.0 loaded over an older driver: $out"
+out=$(gate_load "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct 19 18:56:32 UTC 2023")
+check_contains "gate: the minimum driver loads" "loaded=Gated/1.0" "$out"
+out=$(gate_load "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15")
+check_contains "gate: a newer driver loads (numbers compared as numbers)" "loaded=Gated/1.0" "$out"
+# No dotted version in the file (a literal dot is required): nothing to compare, so it loads.
+out=$(gate_load "driver 530x30")
+check_contains "gate: a file without a dotted version loads" "loaded=Gated/1.0" "$out"
+
 finish
