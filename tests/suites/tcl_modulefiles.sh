@@ -258,7 +258,7 @@ gate_load() {
 out=$(gate_load "NVRM version: NVIDIA UNIX x86_64 Kernel Module  530.30.02  Wed Feb 22 04:11:39 UTC 2023")
 check_contains "gate: an older driver is refused, naming its version" "530.30.02" "$out"
 check_contains "gate: an older driver leaves nothing loaded" "loaded=" "$out"
-[[ $out != *"loaded=Gated/1.0"* ]] && pass || fail "gate: Gated/1.0 loaded over an older driver: $out"
+if [[ $out != *"loaded=Gated/1.0"* ]]; then pass; else fail "gate: Gated/1.0 loaded over an older driver: $out"; fi
 out=$(gate_load "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct 19 18:56:32 UTC 2023")
 check_contains "gate: the minimum driver loads" "loaded=Gated/1.0" "$out"
 out=$(gate_load "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15")
