@@ -423,82 +423,108 @@ Result run_build(FileSystem& fs, const Request& request) {
     std::vector<Loaded> sites;
     if (!resolve_and_check(fs, request, sites, diags, result)) return result;
 
-    OutputList files;
     std::vector<std::string> roots;
     PublishOptions popts{request.out_dir, request.dry_run, request.force};
     std::map<std::string, FileStat> known;  // the last build's stats of every site's files
     std::vector<BuildState> next(sites.size());  // what each site's state will record
-    if (!diags.has_errors()) {
+    struct Prepared {
+        PlanOptions options;
+        std::map<std::string, TreeSpec> manifests;  // the live roots' manifests (when the state is usable)
+        BuildState state;                           // the last build's, when it still describes the tree
+        std::vector<std::string> keys;              // each stack's build key
+    };
+    std::vector<Prepared> prepared(sites.size());
+    if (!diags.has_errors())
         for (size_t s = 0; s < sites.size(); ++s) {
             const Loaded& l = sites[s];
-            PlanOptions options;
-            options.prefix = request.prefix ? *request.prefix : l.site.site.install_prefix;
-            options.hooks = l.hooks;
-            // Stacks whose inputs and files are as the last build left them are not rendered.
-            std::map<std::string, TreeSpec> manifests;
-            BuildState state = usable_state(fs, request.out_dir, state_dir, l.site, manifests);
-            const std::vector<std::string> keys = stack_keys(fs, l, options);
-            std::map<std::string, int> ids;
-            for (const Stack& stack : l.site.stacks) ++ids[stack.module_full_name()];
-            OutputList part;
-            std::vector<std::string> kept_paths;
-            try {
-                for (size_t i = 0; i < l.site.stacks.size(); ++i) {
-                    const Stack& stack = l.site.stacks[i];
-                    const std::string id = stack.module_full_name();
-                    BuildState::StackRecord& record = next[s].stacks[id];
-                    record = {keys[i], true, {}};
-                    // Two stacks with one name render both, so the clash below is reported.
-                    std::vector<KeptFile> kept = ids[id] == 1 ? reusable(fs, request.out_dir, state, manifests, id, keys[i])
-                                                              : std::vector<KeptFile>{};
-                    if (!kept.empty()) {
-                        record.rebuilt = false;
-                        for (auto& k : kept) {
-                            record.files.push_back(k.path);
-                            kept_paths.push_back(k.path);
-                            popts.kept.push_back(std::move(k));
-                        }
-                        continue;
-                    }
-                    const size_t first = part.size();
-                    emit_stack(l.site, stack, options, part);
-                    for (size_t f = first; f < part.size(); ++f) record.files.push_back(part[f].path);
-                }
-            } catch (const std::exception& e) {
-                // Checks should have refused the input; never crash or write half a tree.
-                diags.error(l.site.where(""), std::string("internal error while generating outputs: ") + e.what(),
-                            "please report this with the site file");
-                continue;
-            }
-            std::stable_sort(part.begin(), part.end(),
-                             [](const OutputFile& a, const OutputFile& b) { return a.path < b.path; });
-            for (const auto& [path, stat] : state.files) known[path] = stat;
-            // Two outputs at one path would silently lose one: refuse instead.
-            std::vector<std::string> paths = kept_paths;
-            for (const auto& f : part) paths.push_back(f.path);
-            std::sort(paths.begin(), paths.end());
-            for (size_t i = 1; i < paths.size(); ++i)
-                if (paths[i] == paths[i - 1])
-                    diags.error(l.site.where("stacks"), "two outputs would be written to '" + paths[i] +
-                                                            "' (stacks with the same name and version?)");
-            // Nothing reaches the tree that the Lmod recorder rejects (load and unload mode);
-            // kept outputs passed it when they were rendered.
-            self_check_modulefiles(part, diags);
+            Prepared& p = prepared[s];
+            p.options.prefix = request.prefix ? *request.prefix : l.site.site.install_prefix;
+            p.options.hooks = l.hooks;
+            p.state = usable_state(fs, request.out_dir, state_dir, l.site, p.manifests);
+            p.keys = stack_keys(fs, l, p.options);
+            for (const auto& [path, stat] : p.state.files) known[path] = stat;
             roots.push_back(modules_root(l.site));
             roots.push_back(easyconfigs_root(l.site));
-            files.insert(files.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
         }
-    }
     if (diags.has_errors()) {
         result.err += render_all(diags, reader_for(fs));
         result.err += "sitegen: nothing written\n";
         result.exit_code = kExitSiteErrors;
         return result;
     }
-
+    // Each stack's files are handed to the publisher as they are rendered (it stages them in
+    // the spare trees and keeps their hashes), so the build holds one stack's output at a time,
+    // plus the modulefiles for the self-check.
     popts.known = &known;
+    Publisher publisher(fs, roots, popts);
     PublishReport report;
-    bool ok = publish(fs, roots, files, popts, report, diags);
+    if (!publisher.begin(diags)) {
+        result.err += render_all(diags, reader_for(fs));
+        result.err += "sitegen: nothing written\n";
+        result.exit_code = kExitIo;
+        return result;
+    }
+    for (size_t s = 0; s < sites.size() && !diags.has_errors(); ++s) {
+        const Loaded& l = sites[s];
+        const Prepared& p = prepared[s];
+        std::map<std::string, int> ids;
+        for (const Stack& stack : l.site.stacks) ++ids[stack.module_full_name()];
+        OutputList modulefiles;  // what the self-check runs
+        std::vector<std::string> paths;
+        try {
+            for (size_t i = 0; i < l.site.stacks.size(); ++i) {
+                const Stack& stack = l.site.stacks[i];
+                const std::string id = stack.module_full_name();
+                BuildState::StackRecord& record = next[s].stacks[id];
+                record = {p.keys[i], true, {}};
+                // Two stacks with one name render both, so the clash below is reported.
+                std::vector<KeptFile> kept = ids[id] == 1 ? reusable(fs, request.out_dir, p.state, p.manifests, id, p.keys[i])
+                                                          : std::vector<KeptFile>{};
+                if (!kept.empty()) {
+                    record.rebuilt = false;
+                    for (const auto& k : kept) {
+                        record.files.push_back(k.path);
+                        paths.push_back(k.path);
+                        publisher.add_kept(k, diags);
+                    }
+                    continue;
+                }
+                OutputList part;
+                emit_stack(l.site, stack, p.options, part);
+                for (auto& f : part) {
+                    record.files.push_back(f.path);
+                    paths.push_back(f.path);
+                    publisher.add(f, diags);
+                    // Nothing reaches the tree that the Lmod recorder rejects (load and unload
+                    // mode); kept outputs passed it when they were rendered.
+                    if (is_self_checked(f.path)) modulefiles.push_back(std::move(f));
+                }
+            }
+        } catch (const std::exception& e) {
+            // Checks should have refused the input; never crash or write half a tree.
+            diags.error(l.site.where(""), std::string("internal error while generating outputs: ") + e.what(),
+                        "please report this with the site file");
+            continue;
+        }
+        // Two outputs at one path would silently lose one: refuse instead.
+        std::sort(paths.begin(), paths.end());
+        for (size_t i = 1; i < paths.size(); ++i)
+            if (paths[i] == paths[i - 1])
+                diags.error(l.site.where("stacks"), "two outputs would be written to '" + paths[i] +
+                                                        "' (stacks with the same name and version?)");
+        std::stable_sort(modulefiles.begin(), modulefiles.end(),
+                         [](const OutputFile& a, const OutputFile& b) { return a.path < b.path; });
+        self_check_modulefiles(modulefiles, diags);
+    }
+    // Errors of rendering or the self-check (a failed write is the publisher's: exit 3 below).
+    if (diags.has_errors() && !publisher.io_error()) {
+        publisher.discard();
+        result.err += render_all(diags, reader_for(fs));
+        result.err += "sitegen: nothing written\n";
+        result.exit_code = kExitSiteErrors;
+        return result;
+    }
+    bool ok = publisher.finish(report, diags);
     result.err += render_all(diags, reader_for(fs));
     if (!ok) {
         result.err += "sitegen: nothing written\n";
@@ -562,7 +588,7 @@ Result run_build(FileSystem& fs, const Request& request) {
     std::string names;
     for (const auto& l : sites) names += (names.empty() ? "" : ", ") + l.name;
     result.out += std::string("sitegen: ") + (request.dry_run ? "would write " : "wrote ") + names + ": " +
-                  plural(files.size() + popts.kept.size(), "file") + " (" + std::to_string(report.added.size()) + " added, " +
+                  plural(publisher.files(), "file") + " (" + std::to_string(report.added.size()) + " added, " +
                   std::to_string(report.changed.size()) + " changed, " +
                   std::to_string(report.removed.size()) + " removed, " +
                   std::to_string(report.unchanged) + " unchanged)\n";

@@ -752,3 +752,7 @@ void self_check_modulefiles(const OutputList& files, Diagnostics& diags) {
 }
 
 }  // namespace sitegen
+
+namespace sitegen {
+bool is_self_checked(const std::string& path) { return is_modulefile(path); }
+}  // namespace sitegen

@@ -57,5 +57,7 @@ ModuleRecord record_modulefile(const std::string& text, const std::string& chunk
 // touched on unload). Files are evaluated as installed: isFile/isDir answer true. Findings go
 // to `diags` at the generated file's path and line, with the suffix " [self-check]".
 void self_check_modulefiles(const OutputList& files, Diagnostics& diags);
+// Whether self_check_modulefiles checks `path` (a Lua modulefile of a module tree).
+bool is_self_checked(const std::string& path);
 
 }  // namespace sitegen

@@ -101,69 +101,6 @@ std::string manifest_of(const TreeSpec& spec) {
     return out;
 }
 
-// Makes `staged` hold exactly the new tree of `root`: each wanted file that is on the live
-// tree as wanted (`live_inodes`; kept files always are) becomes or stays another name of the
-// live file, every other one is written anew, the manifest last; whatever else the staging
-// path holds is removed. When it holds the tree the previous publish replaced (the spare),
-// only what changed since then is written, so one changed stack costs a scan, not a copy of
-// every file. A staged file is never written in place: it may be another name of a live one.
-bool stage_root(FileSystem& fs, const std::string& live, const std::string& staged, const std::string& root,
-                const std::vector<const OutputFile*>& files, const std::map<std::string, unsigned long long>& live_inodes,
-                const std::string& manifest, PublishReport& report, std::string& error) {
-    std::map<std::string, const OutputFile*> wanted;  // rel -> rendered file (null: kept, linked)
-    for (const OutputFile* f : files) wanted[f->path.substr(root.size() + 1)] = f;
-    for (const auto& [rel, ino] : live_inodes)
-        if (rel != kManifestName) wanted.emplace(rel, nullptr);
-    TreeSpec shape;  // for the wanted directories
-    for (const auto& [rel, f] : wanted) shape[rel];
-    const std::set<std::string> dirs = parent_dirs(shape);
-
-    std::set<std::string> done;  // rel paths the spare already holds as wanted
-    TreeEntry top;
-    bool reuse = fs.entry(staged, top) && top.type == TreeEntry::Type::dir && top.mode == kDirMode;
-    if (reuse) {
-        const std::vector<TreeEntry> entries = fs.scan(staged);
-        for (const TreeEntry& e : entries)
-            if (e.type == TreeEntry::Type::dir && dirs.count(e.path) && e.mode != kDirMode) reuse = false;
-        std::string removed;  // the last directory removed whole (scan lists parents first)
-        for (const TreeEntry& e : reuse ? entries : std::vector<TreeEntry>{}) {
-            if (!removed.empty() && e.path.size() > removed.size() && e.path.compare(0, removed.size(), removed) == 0 &&
-                e.path[removed.size()] == '/')
-                continue;
-            if (e.type == TreeEntry::Type::dir) {
-                if (dirs.count(e.path)) continue;
-                removed = e.path;
-            } else if (e.type == TreeEntry::Type::file && e.path != kManifestName) {
-                const auto ino = live_inodes.find(e.path);
-                if (ino != live_inodes.end() && ino->second == e.ino && wanted.count(e.path)) {
-                    done.insert(e.path);
-                    continue;
-                }
-            }
-            if (!fs.remove_all(staged + "/" + e.path, error)) return false;
-        }
-    }
-    if (!reuse && !(fs.remove_all(staged, error) && fs.make_dirs(staged, error))) return false;
-    for (const auto& [rel, f] : wanted) {
-        if (done.count(rel)) continue;
-        const std::string to = staged + "/" + rel;
-        if (live_inodes.count(rel)) {
-            // Same bytes and mode as wanted: another name, same inode and mtime (so the stat
-            // recorded by the scan stays true).
-            if (!fs.link(live + "/" + rel, to, error)) return false;
-            continue;
-        }
-        if (!fs.write(to, f->contents, f->executable, error)) return false;
-        TreeEntry e;
-        if (fs.entry(to, e)) report.stats[f->path] = stat_of(e);
-    }
-    const std::string to = staged + "/" + kManifestName;
-    TreeEntry e;
-    if (!fs.write(to, manifest, false, error)) return false;
-    if (fs.entry(to, e)) report.manifest_stats[root] = stat_of(e);
-    return true;
-}
-
 }  // namespace
 
 std::string manifest_text(const std::vector<const OutputFile*>& files_in_root, const std::string& root) {
@@ -209,86 +146,220 @@ bool recover_interrupted_publish(FileSystem& fs, const std::string& out_dir, Dia
     return true;
 }
 
-bool publish(FileSystem& fs, const std::vector<std::string>& roots, const OutputList& files,
-             const PublishOptions& options, PublishReport& report, Diagnostics& diags) {
-    const std::string& out = options.out_dir;
+// One root being published: its live tree as the scan found it, what the new tree wants,
+// and the spare it is staged in.
+struct Publisher::Root {
+    std::string root, live, staged;
+    std::string old_text;  // the live manifest ("" when none)
+    TreeSpec old;          // what the last publish wrote
+    bool exists = false;   // something is at `live`
+    TreeEntry top;         // what
+    std::vector<TreeEntry> entries;  // the live tree, scanned once
+    // Each live regular file's hash: the manifest's when its stat is the one recorded (it is
+    // not read), else read and hashed.
+    std::map<std::string, std::string> live_hash;
+    std::map<std::string, const TreeEntry*> live_file;
+    TreeSpec fresh;              // the new tree (without the manifest)
+    std::set<std::string> kept;  // fresh files the caller did not render (must be present)
+    // The spare: regular files by inode, and directories, as begin() found them.
+    std::map<std::string, unsigned long long> spare_files;
+    std::set<std::string> spare_dirs;
+    std::vector<std::string> to_link;  // fresh files already as wanted on the live tree
+};
+
+Publisher::Publisher(FileSystem& fs, std::vector<std::string> roots, PublishOptions options)
+    : fs_(fs), roots_(std::move(roots)), options_(std::move(options)) {}
+
+Publisher::~Publisher() = default;
+
+Publisher::Root* Publisher::root_of(const std::string& path) {
+    for (auto& r : state_)
+        if (path.size() > r.root.size() && path.compare(0, r.root.size(), r.root) == 0 && path[r.root.size()] == '/')
+            return &r;
+    return nullptr;
+}
+
+bool Publisher::begin(Diagnostics& diags) {
+    const std::string& out = options_.out_dir;
     std::string error;
-    if (!options.dry_run) {
-        if (!fs.lock(join(out, kLockName), error)) {
+    if (!options_.dry_run) {
+        if (!fs_.lock(join(out, kLockName), error)) {
             diags.error({}, "cannot lock the output tree: " + error);
-            report.io_error = true;
+            io_error_ = true;
             return false;
         }
-        if (!recover_interrupted_publish(fs, out, diags)) { report.io_error = true; return false; }
+        if (!recover_interrupted_publish(fs_, out, diags)) { io_error_ = true; return false; }
     }
+    state_.reserve(roots_.size());
+    for (const auto& root : roots_) {
+        Root& r = state_.emplace_back();
+        r.root = root;
+        r.live = join(out, root);
+        r.staged = join(out, staging_of(root));
+        r.old_text = read_manifest(fs_, r.live);
+        r.old = parse_manifest(r.old_text);
+        r.exists = fs_.entry(r.live, r.top);
+        if (r.exists && r.top.type == TreeEntry::Type::dir) r.entries = fs_.scan(r.live);
+        for (const TreeEntry& e : r.entries) {
+            if (e.type != TreeEntry::Type::file || e.path == kManifestName) continue;
+            std::string hash;
+            const auto was = r.old.find(e.path);
+            if (options_.known && was != r.old.end()) {
+                const auto k = options_.known->find(join(root, e.path));
+                if (k != options_.known->end() && k->second == stat_of(e)) hash = was->second.hash;
+            }
+            if (hash.empty()) hash = hash_of(fs_, r.live + "/" + e.path);
+            r.live_hash[e.path] = hash;
+            r.live_file[e.path] = &e;
+        }
+        if (options_.dry_run) continue;
+        // The spare is reused when it is a directory whose directories are all 0755 (a fresh
+        // tree's); anything else at the staging path is replaced by an empty directory.
+        TreeEntry top;
+        bool reuse = fs_.entry(r.staged, top) && top.type == TreeEntry::Type::dir && top.mode == kDirMode;
+        std::vector<TreeEntry> spare = reuse ? fs_.scan(r.staged) : std::vector<TreeEntry>{};
+        for (const TreeEntry& e : spare) {
+            if (e.type == TreeEntry::Type::dir && e.mode != kDirMode) reuse = false;
+            if (e.type == TreeEntry::Type::dir) r.spare_dirs.insert(e.path);
+            else if (e.type == TreeEntry::Type::file) r.spare_files[e.path] = e.ino;
+            else if (!fs_.remove_all(r.staged + "/" + e.path, error)) reuse = false;  // symlinks, FIFOs: never wanted
+        }
+        if (!reuse) {
+            r.spare_files.clear();
+            r.spare_dirs.clear();
+            if (!fs_.remove_all(r.staged, error) || !fs_.make_dirs(r.staged, error)) {
+                diags.error({}, "cannot prepare the new tree (the previous one is untouched): " + error);
+                io_error_ = true;
+                discard();
+                return false;
+            }
+        }
+    }
+    begun_ = true;
+    return true;
+}
 
-    // Group the new files by root and compare with what each root holds now.
-    // Pointers, not copies: a large site's outputs are hundreds of megabytes.
-    std::map<std::string, std::vector<const OutputFile*>> by_root;
-    for (const auto& r : roots) by_root[r];
-    for (const auto& f : files) {
-        auto it = std::find_if(roots.begin(), roots.end(), [&](const std::string& r) {
-            return f.path.size() > r.size() && f.path.compare(0, r.size(), r) == 0 && f.path[r.size()] == '/';
-        });
-        if (it == roots.end()) {
-            diags.error({}, "internal: output '" + f.path + "' is outside every site root");
-            return false;
-        }
-        by_root[*it].push_back(&f);
+// Makes `rel` in the spare (files and directories in its way removed) another name of the
+// live file or, when the live one is not as wanted, a new file with `contents`.
+bool Publisher::stage(Root& r, const std::string& rel, const FileSpec& want, const std::string* contents,
+                      bool executable, std::string& error, bool linking) {
+    const auto live = r.live_hash.find(rel);
+    const bool as_wanted = live != r.live_hash.end() && live->second == want.hash &&
+                           r.live_file.at(rel)->mode == want.mode;
+    const auto spare = r.spare_files.find(rel);
+    if (as_wanted && spare != r.spare_files.end() && spare->second == r.live_file.at(rel)->ino) return true;
+    // Linking waits for finish(): only a root that is swapped in needs its spare complete.
+    if (as_wanted && !linking) {
+        r.to_link.push_back(rel);
+        return true;
     }
-    std::map<std::string, std::vector<const KeptFile*>> kept_by_root;
-    for (const auto& k : options.kept) {
-        auto it = std::find_if(roots.begin(), roots.end(), [&](const std::string& r) {
-            return k.path.size() > r.size() && k.path.compare(0, r.size(), r) == 0 && k.path[r.size()] == '/';
-        });
-        if (it == roots.end()) {
-            diags.error({}, "internal: output '" + k.path + "' is outside every site root");
-            return false;
+    // Whatever holds this path or a parent of it in the spare goes first.
+    for (auto slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1))
+        if (const auto f = r.spare_files.find(rel.substr(0, slash)); f != r.spare_files.end()) {
+            if (!fs_.remove_all(r.staged + "/" + f->first, error)) return false;
+            r.spare_files.erase(f);
         }
-        kept_by_root[*it].push_back(&k);
+    if (spare != r.spare_files.end() || r.spare_dirs.count(rel)) {
+        if (!fs_.remove_all(r.staged + "/" + rel, error)) return false;
+        if (spare != r.spare_files.end()) r.spare_files.erase(spare);
+        r.spare_dirs.erase(rel);
     }
+    const std::string to = r.staged + "/" + rel;
+    if (as_wanted) return fs_.link(r.live + "/" + rel, to, error);  // same inode and mtime as the live file
+    if (!contents) {
+        error = join(r.root, rel) + ": not on the live tree as the last build left it";
+        return false;
+    }
+    if (!fs_.write(to, *contents, executable, error)) return false;
+    TreeEntry e;
+    if (fs_.entry(to, e)) written_[join(r.root, rel)] = stat_of(e);
+    return true;
+}
 
-    std::vector<std::string> to_swap;
+bool Publisher::add(const OutputFile& f, Diagnostics& diags) {
+    Root* r = root_of(f.path);
+    if (!r) {
+        diags.error({}, "internal: output '" + f.path + "' is outside every site root");
+        return false;
+    }
+    const std::string rel = f.path.substr(r->root.size() + 1);
+    const FileSpec& want = r->fresh[rel] = {sha256_hex(f.contents), f.executable ? 0755u : 0644u};
+    ++files_;
+    if (options_.dry_run || failed_) return true;
+    std::string error;
+    if (!stage(*r, rel, want, &f.contents, f.executable, error)) {
+        diags.error({}, "cannot write the new tree (the previous one is untouched): " + error);
+        io_error_ = failed_ = true;
+        return false;
+    }
+    return true;
+}
+
+bool Publisher::add_kept(const KeptFile& k, Diagnostics& diags) {
+    Root* r = root_of(k.path);
+    if (!r) {
+        diags.error({}, "internal: output '" + k.path + "' is outside every site root");
+        return false;
+    }
+    const std::string rel = k.path.substr(r->root.size() + 1);
+    const FileSpec& want = r->fresh[rel] = {k.hash, k.executable ? 0755u : 0644u};
+    r->kept.insert(rel);
+    ++files_;
+    // A kept file not on the live tree as wanted is reported by finish().
+    if (options_.dry_run || failed_ || !r->live_hash.count(rel)) return true;
+    std::string error;
+    if (!stage(*r, rel, want, nullptr, k.executable, error)) {
+        diags.error({}, "cannot write the new tree (the previous one is untouched): " + error);
+        io_error_ = failed_ = true;
+        return false;
+    }
+    return true;
+}
+
+void Publisher::discard() {
+    std::string ignored;
+    if (!options_.dry_run)
+        for (const auto& r : state_) fs_.remove_all(r.staged, ignored);
+}
+
+bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
+    report.io_error = io_error_;
+    if (!begun_ || failed_) {
+        discard();
+        return false;
+    }
+    std::string error;
+    const std::string& out = options_.out_dir;
+    std::vector<Root*> to_swap;
     std::map<std::string, std::string> manifests;
-    // Per root: the files that are on the live tree exactly as wanted, by their inode there
-    // (the spare gets another name of them instead of a copy).
-    std::map<std::string, std::map<std::string, unsigned long long>> live_inodes;
-    for (auto& [root, root_files] : by_root) {
-        const std::string live = join(out, root);
-        // What a fresh build leaves in this root, and what sitegen last wrote there.
-        TreeSpec fresh;
-        for (const OutputFile* f : root_files)
-            fresh[f->path.substr(root.size() + 1)] = {sha256_hex(f->contents), f->executable ? 0755u : 0644u};
-        for (const KeptFile* k : kept_by_root[root])
-            fresh[k->path.substr(root.size() + 1)] = {k->hash, k->executable ? 0755u : 0644u};
+    for (Root& r : state_) {
+        const std::string& root = r.root;
+        const std::string& live = r.live;
+        TreeSpec& fresh = r.fresh;
+        const TreeSpec& old = r.old;
         manifests[root] = manifest_of(fresh);
-        // The manifest is compared by its bytes below (hashing ~15 MB per 10,000 stacks is
-        // the largest part of an up-to-date build); its hash is needed only for the journal.
+        // The manifest is compared by its bytes below; its hash is needed only for the journal.
         fresh[kManifestName] = {"", 0644};
-        const std::string old_text = read_manifest(fs, live);
-        const TreeSpec old = parse_manifest(old_text);
         const std::set<std::string> fresh_dirs = parent_dirs(fresh), old_dirs = parent_dirs(old);
         bool differs = false;
         // Anything sitegen would overwrite or remove that is not as sitegen wrote it is a hand
         // edit: refused, or with --force a warning. Either way a fresh tree replaces it whole.
         const auto hand_edit = [&](const std::string& rel, const std::string& why) {
             const SourceRegion at{rel.empty() ? live : live + "/" + rel, 0, 0};
-            if (options.force)
+            if (options_.force)
                 diags.warning(at, "overwriting: " + why);
             else
                 diags.error(at, why, "keep your change in the site definition, or rerun with --force to overwrite it");
         };
-        std::set<std::string> present;  // fresh files that are on disk exactly as a fresh build writes them
+        std::set<std::string> present;   // fresh files that are on disk exactly as a fresh build writes them
         std::set<std::string> occupied;  // paths with something other than a directory on them
-        TreeEntry top;
-        const bool exists = fs.entry(live, top);
-        if (exists && top.type != TreeEntry::Type::dir) {
-            hand_edit("", std::string("is ") + top.what + ", not a directory written by sitegen");
+        if (r.exists && r.top.type != TreeEntry::Type::dir) {
+            hand_edit("", std::string("is ") + r.top.what + ", not a directory written by sitegen");
             differs = true;
-        } else if (exists && top.mode != kDirMode) {
+        } else if (r.exists && r.top.mode != kDirMode) {
             differs = true;  // a fresh tree's directories are 0755
         }
-        for (const TreeEntry& e : exists ? fs.scan(live) : std::vector<TreeEntry>{}) {
+        for (const TreeEntry& e : r.entries) {
             const std::string shown = join(root, e.path);
             const auto was = old.find(e.path);
             const auto want = fresh.find(e.path);
@@ -313,112 +384,122 @@ bool publish(FileSystem& fs, const std::vector<std::string>& roots, const Output
                 continue;
             }
             if (own) {
-                if (old_text == manifests[root] && e.mode == 0644) {
+                if (r.old_text == manifests[root] && e.mode == 0644) {
                     present.insert(e.path);
-                    live_inodes[root][e.path] = e.ino;
                     report.manifest_stats[root] = stat_of(e);
                 } else {
                     differs = true;
                 }
                 continue;
             }
-            // Untouched since the last publish (same stat): its manifest hash holds, unread.
-            std::string hash;
-            if (!own && options.known && was != old.end()) {
-                const auto k = options.known->find(shown);
-                if (k != options.known->end() && k->second == stat_of(e)) hash = was->second.hash;
-            }
-            if (hash.empty()) hash = hash_of(fs, live + "/" + e.path);
-            if (!own) {
-                if (was == old.end())
-                    hand_edit(e.path, "file was not written by sitegen");
-                else if (was->second.hash != hash)
-                    hand_edit(e.path, "file was edited by hand since sitegen wrote it");
-                else if (was->second.mode != e.mode)
-                    hand_edit(e.path, "file mode was changed by hand since sitegen wrote it (" + octal(e.mode) +
-                                          ", sitegen wrote " + octal(was->second.mode) + ")");
-            }
+            const std::string& hash = r.live_hash[e.path];
+            if (was == old.end())
+                hand_edit(e.path, "file was not written by sitegen");
+            else if (was->second.hash != hash)
+                hand_edit(e.path, "file was edited by hand since sitegen wrote it");
+            else if (was->second.mode != e.mode)
+                hand_edit(e.path, "file mode was changed by hand since sitegen wrote it (" + octal(e.mode) +
+                                      ", sitegen wrote " + octal(was->second.mode) + ")");
             if (want == fresh.end()) {
                 report.removed.push_back(shown);
                 differs = true;
             } else if (want->second.hash == hash && want->second.mode == e.mode) {
                 present.insert(e.path);
-                live_inodes[root][e.path] = e.ino;
-                if (!own) {
-                    ++report.unchanged;
-                    report.stats[shown] = stat_of(e);
-                }
+                ++report.unchanged;
+                report.stats[shown] = stat_of(e);
             } else {
-                if (!own) report.changed.push_back(shown);
+                report.changed.push_back(shown);
                 differs = true;
             }
         }
-        for (const OutputFile* f : root_files) {
-            const std::string rel = f->path.substr(root.size() + 1);
-            if (present.count(rel)) continue;
+        for (const auto& [rel, spec] : fresh) {
+            if (rel == kManifestName || present.count(rel)) continue;
             differs = true;
-            if (!occupied.count(rel)) report.added.push_back(f->path);
+            if (!occupied.count(rel)) report.added.push_back(join(root, rel));
         }
-        // A kept file is linked from the live tree into a staged one: it must be there as
-        // the caller saw it (it can only be missing when changed during this build).
-        for (const KeptFile* k : kept_by_root[root])
-            if (!present.count(k->path.substr(root.size() + 1)))
-                diags.error({join(out, k->path), 0, 0}, "output changed while sitegen was building", "run the build again");
+        // A kept file stays another name of the live file: it must be there as the caller saw
+        // it (it can only be missing when changed during this build).
+        for (const auto& rel : r.kept)
+            if (!present.count(rel))
+                diags.error({join(out, join(root, rel)), 0, 0}, "output changed while sitegen was building", "run the build again");
         if (!present.count(kManifestName)) differs = true;
-        if (differs) to_swap.push_back(root);
+        if (differs) to_swap.push_back(&r);
     }
-    if (diags.has_errors()) return false;
-    if (options.dry_run || to_swap.empty()) return true;
+    if (diags.has_errors()) {
+        discard();
+        return false;
+    }
+    for (const auto& [path, stat] : written_) report.stats[path] = stat;
+    if (options_.dry_run || to_swap.empty()) return true;
 
-    const auto discard_staging = [&] {
-        std::string ignored;
-        for (const auto& r : to_swap) fs.remove_all(join(out, staging_of(r)), ignored);
-    };
-    // Stage every changed root completely before touching any live tree.
-    for (const auto& root : to_swap) {
-        const bool ok = stage_root(fs, join(out, root), join(out, staging_of(root)), root, by_root[root],
-                                   live_inodes[root], manifests[root], report, error);
+    // Finish staging: whatever the spare holds that the new tree does not, then the manifest.
+    for (Root* r : to_swap) {
+        const std::set<std::string> dirs = parent_dirs(r->fresh);
+        bool ok = true;
+        for (const auto& rel : r->to_link) ok = ok && stage(*r, rel, r->fresh.at(rel), nullptr, false, error, true);
+        for (const auto& [rel, ino] : r->spare_files)
+            if (!r->fresh.count(rel) || rel == kManifestName) ok = ok && fs_.remove_all(r->staged + "/" + rel, error);
+        for (const auto& dir : r->spare_dirs)
+            if (!dirs.count(dir)) ok = ok && fs_.remove_all(r->staged + "/" + dir, error);
+        const std::string to = r->staged + "/" + kManifestName;
+        ok = ok && fs_.write(to, manifests[r->root], false, error);
+        TreeEntry e;
+        if (ok && fs_.entry(to, e)) report.manifest_stats[r->root] = stat_of(e);
         if (!ok) {
-            discard_staging();
+            discard();
             diags.error({}, "cannot write the new tree (the previous one is untouched): " + error);
             report.io_error = true;
             return false;
         }
     }
     // Staged bytes must be on disk before the journal promises them.
-    for (const auto& root : to_swap)
-        if (!fs.sync(join(out, staging_of(root)), error)) {
-            discard_staging();
+    for (Root* r : to_swap)
+        if (!fs_.sync(r->staged, error)) {
+            discard();
             diags.error({}, "cannot sync the new tree (the previous one is untouched): " + error);
             report.io_error = true;
             return false;
         }
     // The journal makes the swaps one step: a crash after this line is rolled forward.
     std::string journal;
-    for (const auto& root : to_swap) journal += sha256_hex(manifests[root]) + " " + root + "\n";
-    if (!fs.write(join(out, kJournalName), journal, false, error)) {
-        discard_staging();
+    for (Root* r : to_swap) journal += sha256_hex(manifests[r->root]) + " " + r->root + "\n";
+    if (!fs_.write(join(out, kJournalName), journal, false, error)) {
+        discard();
         diags.error({}, "cannot write the publish journal (the previous tree is untouched): " + error);
         report.io_error = true;
         return false;
     }
-    // Every staged root is swapped in, whatever the live one holds; the old trees, now at the
-    // staging paths, are removed; then the journal.
-    for (const auto& root : to_swap)
-        if (!swap_in(fs, join(out, staging_of(root)), join(out, root), error)) {
+    // Every staged root is swapped in, whatever the live one holds; the replaced trees stay
+    // at the staging paths (the next publish stages into them); then the journal goes.
+    for (Root* r : to_swap)
+        if (!swap_in(fs_, r->staged, r->live, error)) {
             diags.error({join(out, kJournalName), 0, 0},
                         "cannot swap in the new tree (the next build finishes the swap): " + error);
             report.io_error = true;
             return false;
         }
-    // The replaced trees stay at the staging paths: the next publish stages into them.
-    if (!fs.remove_all(join(out, kJournalName), error)) {
+    if (!fs_.remove_all(join(out, kJournalName), error)) {
         diags.error({join(out, kJournalName), 0, 0}, "cannot remove journal: " + error);
         report.io_error = true;
         return false;
     }
-    fs.unlock();
+    fs_.unlock();
     return true;
+}
+
+bool publish(FileSystem& fs, const std::vector<std::string>& roots, const OutputList& files,
+             const PublishOptions& options, PublishReport& report, Diagnostics& diags) {
+    Publisher publisher(fs, roots, options);
+    if (!publisher.begin(diags)) {
+        report.io_error = publisher.io_error();
+        return false;
+    }
+    // In path order, as a fresh build renders them (the report lists follow the tree's order anyway).
+    for (const auto& f : files)
+        if (!publisher.add(f, diags)) break;
+    for (const auto& k : options.kept)
+        if (!publisher.add_kept(k, diags)) break;
+    return publisher.finish(report, diags);
 }
 
 }  // namespace sitegen

@@ -49,6 +49,43 @@ struct PublishReport {
 // The manifest text for a root: one "<sha256> <mode> <path>" line per file, sorted.
 std::string manifest_text(const std::vector<const OutputFile*>& files_in_root, const std::string& root);
 
+// A publish, one file at a time, so a build need not hold its whole output: begin() locks
+// the tree, finishes an interrupted publish and scans each root and its spare; add() hashes
+// a rendered file and stages it in the root's spare (another name of the live file when that
+// is already as wanted, else written anew), so its contents can be dropped; add_kept()
+// stages a file the caller did not render; finish() compares the new tree with the live one
+// (hand edits refused, or overwritten with force), completes the spares and swaps the changed
+// roots in. Nothing live changes before finish(); a failure removes the spares.
+class Publisher {
+public:
+    Publisher(FileSystem& fs, std::vector<std::string> roots, PublishOptions options);
+    ~Publisher();
+    Publisher(const Publisher&) = delete;
+    Publisher& operator=(const Publisher&) = delete;
+    bool begin(Diagnostics& diags);
+    bool add(const OutputFile& file, Diagnostics& diags);
+    bool add_kept(const KeptFile& file, Diagnostics& diags);
+    // True when published (or, in a dry run, compared); `report` as publish() fills it.
+    bool finish(PublishReport& report, Diagnostics& diags);
+    // Removes what was staged (a build that failed after begin()).
+    void discard();
+    bool io_error() const { return io_error_; }
+    size_t files() const { return files_; }
+
+private:
+    struct Root;
+    Root* root_of(const std::string& path);
+    bool stage(Root& root, const std::string& rel, const FileSpec& want, const std::string* contents, bool executable,
+               std::string& error, bool linking = false);
+    FileSystem& fs_;
+    std::vector<std::string> roots_;
+    PublishOptions options_;
+    std::vector<Root> state_;
+    std::map<std::string, FileStat> written_;  // stats of the files written into spares
+    size_t files_ = 0;
+    bool begun_ = false, failed_ = false, io_error_ = false;
+};
+
 // Publishes `files` (paths relative to out_dir, each under one of `roots`). Returns false
 // with findings in `diags` when it refused or failed; the previous tree is then untouched.
 bool publish(FileSystem& fs, const std::vector<std::string>& roots, const OutputList& files,

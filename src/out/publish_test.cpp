@@ -322,3 +322,30 @@ TEST_CASE("the replaced tree stays as the spare, and the next publish rewrites o
         CHECK(a == b);
     }
 }
+
+TEST_CASE("the publisher stages each added file at once, so the caller can drop it, and nothing live changes before finish", "[publish]") {
+    MemoryFs fs;
+    Diagnostics diags;
+    REQUIRE(run(fs, tree("one"), diags));
+    const auto live_before = fs.files.at("out/modules-out/s/modulefiles/a/1.lua");
+    Publisher publisher(fs, kRoots, {"out", false, false});
+    REQUIRE(publisher.begin(diags));
+    {
+        OutputList two = tree("two");
+        for (const auto& f : two) REQUIRE(publisher.add(f, diags));
+    }  // the outputs are gone here
+    CHECK(fs.files.at("out/modules-out/.s.sitegen-spare/modulefiles/a/1.lua").data == "setenv(\"V\", \"two\")\n");
+    CHECK(fs.files.at("out/modules-out/s/modulefiles/a/1.lua").data == live_before.data);
+    PublishReport report;
+    REQUIRE(publisher.finish(report, diags));
+    CHECK(fs.files.at("out/modules-out/s/modulefiles/a/1.lua").data == "setenv(\"V\", \"two\")\n");
+    CHECK(report.changed.size() == 3);
+    // A publisher that is discarded (the build failed after staging) leaves the live tree and no spare.
+    Publisher failed(fs, kRoots, {"out", false, false});
+    REQUIRE(failed.begin(diags));
+    for (const auto& f : tree("three")) REQUIRE(failed.add(f, diags));
+    failed.discard();
+    CHECK(fs.files.at("out/modules-out/s/modulefiles/a/1.lua").data == "setenv(\"V\", \"two\")\n");
+    CHECK_FALSE(fs.exists("out/modules-out/.s.sitegen-spare"));
+    CHECK(diags.error_count() == 0);
+}
