@@ -13,11 +13,13 @@ dirs=("$@")
 [[ ${#dirs[@]} -gt 0 ]] || dirs=(/dev/shm /var/tmp)
 here=$(cd "$(dirname "$0")" && pwd)
 
-# edit SITES I: changes one stack's torch version (alternating, so every call is a change).
+# edit SITES: changes one stack's torch version (stack 5's "2.5" <-> "2.5.0", alternating, so
+# every call changes exactly one stack; the dots are escaped: "2.5.0" unescaped also matches
+# stacks 500, 510, ..., 590).
 edit() {
   local toml=$1/bench/site.toml
-  if grep -q '^torch = "2.5"$' "$toml"; then sed -i 's/^torch = "2.5"$/torch = "2.5.1"/' "$toml"
-  else sed -i 's/^torch = "2.5.1"$/torch = "2.5"/' "$toml"; fi
+  if grep -q '^torch = "2\.5"$' "$toml"; then sed -i 's/^torch = "2\.5"$/torch = "2.5.0"/' "$toml"
+  else sed -i 's/^torch = "2\.5\.0"$/torch = "2.5"/' "$toml"; fi
 }
 secs() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }'; }
 best() { printf '%s\n' "$@" | sort -n | head -1; }
