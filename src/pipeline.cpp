@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <unordered_map>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -239,7 +240,10 @@ std::string under_out(const std::string& out_dir, const std::string& path) {
 // with its recorded stat, so nothing was added, removed, edited or chmod-ed). Then there is
 // nothing to load, check, render or publish: the findings check made are repeated and the
 // build reports every file unchanged. False (and `result` untouched) otherwise.
-bool up_to_date(FileSystem& fs, const Request& request, const std::string& state_dir, Result& result) {
+// The states read on the way are left in `states` (by site name), so a build that is not up
+// to date need not read them again.
+bool up_to_date(FileSystem& fs, const Request& request, const std::string& state_dir, Result& result,
+                std::map<std::string, BuildState>& states) {
     if (state_dir.empty()) return false;
     Result scratch;
     std::vector<std::string> names;
@@ -250,12 +254,13 @@ bool up_to_date(FileSystem& fs, const Request& request, const std::string& state
     size_t files = 0;
     for (const auto& name : names) {
         std::string text, error;
-        BuildState state;
-        if (!fs.read(state_path(state_dir, name), text, error, kMaxOutputFileBytes) || !parse_state(text, state) ||
+        if (!fs.read(state_path(state_dir, name), text, error, kMaxOutputFileBytes)) return false;
+        BuildState& state = states[name];
+        if (!parse_state(text, state) ||
             state.inputs.empty() || state.manifests.size() != 2 ||
             state.inputs != inputs_digest(request, state.rule_dirs, answer_again(fs, state.queries)))
             return false;
-        const auto same = [&](const std::map<std::string, FileStat>& stats, TreeEntry::Type type) {
+        const auto same = [&](const auto& stats, TreeEntry::Type type) {
             for (const auto& [path, stat] : stats) {
                 TreeEntry e;
                 if (!fs.entry(under_out(request.out_dir, path), e) || e.type != type || !(stat_of(e) == stat)) return false;
@@ -290,51 +295,37 @@ std::string state_dir_of(const std::string& out_dir) {
     return dir + "/" + sha256_hex(abs.lexically_normal().string()).substr(0, 16);
 }
 
-// The last build's state of a site, if it still describes the live roots (each root's
-// manifest has the stat the state recorded, so it is the one that build wrote); empty otherwise.
+// The last build's state of a site (`read`: as up_to_date read it, if it did), if it still
+// describes the live roots (each root's manifest has the stat the state recorded, so it is the
+// one that build wrote); empty otherwise.
 BuildState usable_state(FileSystem& fs, const std::string& out_dir, const std::string& state_dir, const Site& site,
-                        std::map<std::string, TreeSpec>& manifests) {
+                        BuildState* read) {
     BuildState state;
     std::string text, error;
-    if (state_dir.empty() || !fs.read(state_path(state_dir, site.site.name), text, error, kMaxOutputFileBytes) ||
-        !parse_state(text, state))
+    if (read) state = std::move(*read);
+    else if (state_dir.empty() || !fs.read(state_path(state_dir, site.site.name), text, error, kMaxOutputFileBytes) ||
+             !parse_state(text, state))
         return {};
     for (const std::string& root : {modules_root(site), easyconfigs_root(site)}) {
-        const std::string live = (out_dir.empty() || out_dir == "." ? root : out_dir + "/" + root) + "/" + kManifestName;
-        std::string manifest;
         TreeEntry e;
         const auto it = state.manifests.find(root);
-        if (it == state.manifests.end() || !fs.entry(live, e) || e.type != TreeEntry::Type::file ||
-            !(stat_of(e) == it->second) || !fs.read(live, manifest, error, kMaxOutputFileBytes))
+        if (it == state.manifests.end() || !fs.entry(under_out(out_dir, root + "/" + kManifestName), e) ||
+            e.type != TreeEntry::Type::file || !(stat_of(e) == it->second))
             return {};
-        manifests[root] = parse_manifest(manifest);
     }
     return state;
 }
 
 // The stack's files when it need not be rendered: its key is the one recorded and each of its
-// files is on disk with the recorded stat and the manifest's mode. Empty otherwise.
-std::vector<KeptFile> reusable(FileSystem& fs, const std::string& out_dir, const BuildState& state,
-                               const std::map<std::string, TreeSpec>& manifests, const std::string& id,
+// files is on the live tree as the last build left it (the publisher's scan found it with the
+// recorded stat and the manifest's mode). Empty otherwise.
+std::vector<KeptFile> reusable(const Publisher& publisher, const BuildState& state, const std::string& id,
                                const std::string& key) {
     const auto record = state.stacks.find(id);
     if (record == state.stacks.end() || record->second.key != key || record->second.files.empty()) return {};
-    std::vector<KeptFile> kept;
-    for (const auto& path : record->second.files) {
-        const auto stat = state.files.find(path);
-        const FileSpec* spec = nullptr;
-        for (const auto& [root, manifest] : manifests)
-            if (path.size() > root.size() && path.compare(0, root.size(), root) == 0 && path[root.size()] == '/') {
-                const auto it = manifest.find(path.substr(root.size() + 1));
-                if (it != manifest.end()) spec = &it->second;
-            }
-        TreeEntry e;
-        if (stat == state.files.end() || !spec ||
-            !fs.entry(out_dir.empty() || out_dir == "." ? path : out_dir + "/" + path, e) ||
-            e.type != TreeEntry::Type::file || e.mode != spec->mode || !(stat_of(e) == stat->second))
-            return {};
-        kept.push_back({path, spec->hash, spec->mode == 0755u});
-    }
+    std::vector<KeptFile> kept(record->second.files.size());
+    for (size_t i = 0; i < kept.size(); ++i)
+        if (!publisher.as_last_built(record->second.files[i], kept[i])) return {};
     return kept;
 }
 
@@ -418,20 +409,20 @@ Result run_build(FileSystem& fs, const Request& request) {
         }
     }
     const std::string state_dir = state_dir_of(request.out_dir);
-    if (up_to_date(fs, request, state_dir, result)) return result;
+    std::map<std::string, BuildState> states_read;
+    if (up_to_date(fs, request, state_dir, result, states_read)) return result;
     Diagnostics diags;
     std::vector<Loaded> sites;
     if (!resolve_and_check(fs, request, sites, diags, result)) return result;
 
     std::vector<std::string> roots;
     PublishOptions popts{request.out_dir, request.dry_run, request.force};
-    std::map<std::string, FileStat> known;  // the last build's stats of every site's files
+    std::unordered_map<std::string, FileStat> known;  // the last build's stats of every site's files
     std::vector<BuildState> next(sites.size());  // what each site's state will record
     struct Prepared {
         PlanOptions options;
-        std::map<std::string, TreeSpec> manifests;  // the live roots' manifests (when the state is usable)
-        BuildState state;                           // the last build's, when it still describes the tree
-        std::vector<std::string> keys;              // each stack's build key
+        BuildState state;               // the last build's, when it still describes the tree
+        std::vector<std::string> keys;  // each stack's build key
     };
     std::vector<Prepared> prepared(sites.size());
     if (!diags.has_errors())
@@ -440,9 +431,14 @@ Result run_build(FileSystem& fs, const Request& request) {
             Prepared& p = prepared[s];
             p.options.prefix = request.prefix ? *request.prefix : l.site.site.install_prefix;
             p.options.hooks = l.hooks;
-            p.state = usable_state(fs, request.out_dir, state_dir, l.site, p.manifests);
+            const auto read = states_read.find(l.site.site.name);
+            p.state = usable_state(fs, request.out_dir, state_dir, l.site,
+                                   read == states_read.end() ? nullptr : &read->second);
             p.keys = stack_keys(fs, l, p.options);
-            for (const auto& [path, stat] : p.state.files) known[path] = stat;
+            // (Paths are unique across sites: each has its own roots.)
+            if (known.empty()) known = std::move(p.state.files);
+            else known.insert(p.state.files.begin(), p.state.files.end());
+            p.state.files.clear();
             roots.push_back(modules_root(l.site));
             roots.push_back(easyconfigs_root(l.site));
         }
@@ -478,7 +474,7 @@ Result run_build(FileSystem& fs, const Request& request) {
                 BuildState::StackRecord& record = next[s].stacks[id];
                 record = {p.keys[i], true, {}};
                 // Two stacks with one name render both, so the clash below is reported.
-                std::vector<KeptFile> kept = ids[id] == 1 ? reusable(fs, request.out_dir, p.state, p.manifests, id, p.keys[i])
+                std::vector<KeptFile> kept = ids[id] == 1 ? reusable(publisher, p.state, id, p.keys[i])
                                                           : std::vector<KeptFile>{};
                 if (!kept.empty()) {
                     record.rebuilt = false;

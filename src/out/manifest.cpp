@@ -91,6 +91,23 @@ TreeSpec parse_manifest(const std::string& text) {
     return out;
 }
 
+TreeIndex index_manifest(const std::string& text) {
+    TreeIndex out;
+    std::string_view rest(text);
+    while (!rest.empty()) {
+        const auto end = rest.find('\n');
+        const std::string_view line = rest.substr(0, end);
+        rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+        if (line.empty() || line[0] == '#') continue;
+        const auto a = line.find(' ');
+        const auto b = a == std::string_view::npos ? a : line.find(' ', a + 1);
+        if (b == std::string_view::npos) continue;
+        out[std::string(line.substr(b + 1))] = {std::string(line.substr(0, a)),
+                                                line.substr(a + 1, b - a - 1) == "755" ? 0755u : 0644u};
+    }
+    return out;
+}
+
 namespace {
 
 void put_stat(std::string& out, const char* kind, const FileStat& s, const std::string& path) {

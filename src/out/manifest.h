@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "out/fs.h"
@@ -21,6 +22,10 @@ struct FileSpec {
 };
 using TreeSpec = std::map<std::string, FileSpec>;
 TreeSpec parse_manifest(const std::string& text);
+// The same, hashed: what publish looks paths up in (tens of thousands of long, shared-prefix
+// paths are costly to compare in order).
+using TreeIndex = std::unordered_map<std::string, FileSpec>;
+TreeIndex index_manifest(const std::string& text);
 
 // What a file looked like when sitegen last published it. Equal stat = not touched since
 // (an edit changes the mtime, an editor's write-and-rename the inode), so its hash in the
@@ -49,7 +54,7 @@ struct BuildState {
     std::map<std::string, FileStat> dirs;      // every directory of the roots, the roots included
     std::map<std::string, FileStat> manifests;     // root -> its manifest's stat
     std::map<std::string, StackRecord> stacks;     // by module full name (name/version)
-    std::map<std::string, FileStat> files;         // every output, relative to the out dir
+    std::unordered_map<std::string, FileStat> files;  // every output, relative to the out dir
 };
 std::string state_text(const BuildState& state);
 // False when the state cannot be written as text (a path or name with a newline, a stack

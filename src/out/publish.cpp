@@ -6,6 +6,10 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
 
 #include "out/manifest.h"
 #include "out/sha256.h"
@@ -47,6 +51,21 @@ std::set<std::string> parent_dirs(const TreeSpec& spec) {
     for (const auto& [rel, f] : spec)
         for (auto slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1))
             out.insert(rel.substr(0, slash));
+    return out;
+}
+
+// The same for a hashed tree, as views into its keys (which must outlive the set): each
+// path's parents from the nearest up, stopping at one already known (so are its parents).
+template <typename Tree>
+std::unordered_set<std::string_view> parent_dir_views(const Tree& tree) {
+    std::unordered_set<std::string_view> out;
+    out.reserve(tree.size());
+    for (const auto& [rel, f] : tree) {
+        const std::string_view path(rel);
+        for (auto slash = path.rfind('/'); slash != std::string_view::npos && slash > 0;
+             slash = path.rfind('/', slash - 1))
+            if (!out.insert(path.substr(0, slash)).second) break;
+    }
     return out;
 }
 
@@ -101,6 +120,26 @@ std::string manifest_of(const TreeSpec& spec) {
     return out;
 }
 
+std::string manifest_of(const TreeIndex& index) {
+    std::vector<const TreeIndex::value_type*> sorted;
+    sorted.reserve(index.size());
+    size_t bytes = 80;
+    for (const auto& row : index) {
+        sorted.push_back(&row);
+        bytes += row.second.hash.size() + row.first.size() + 6;
+    }
+    std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+    std::string out = "# sitegen manifest v1: sha256, mode, path relative to this directory\n";
+    out.reserve(bytes);
+    for (const auto* row : sorted) {
+        out += row->second.hash;
+        out += row->second.mode == 0755u ? " 755 " : " 644 ";
+        out += row->first;
+        out += '\n';
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string manifest_text(const std::vector<const OutputFile*>& files_in_root, const std::string& root) {
@@ -151,20 +190,26 @@ bool recover_interrupted_publish(FileSystem& fs, const std::string& out_dir, Dia
 struct Publisher::Root {
     std::string root, live, staged;
     std::string old_text;  // the live manifest ("" when none)
-    TreeSpec old;          // what the last publish wrote
+    TreeIndex old;         // what the last publish wrote
     bool exists = false;   // something is at `live`
     TreeEntry top;         // what
     std::vector<TreeEntry> entries;  // the live tree, scanned once
-    // Each live regular file's hash: the manifest's when its stat is the one recorded (it is
-    // not read), else read and hashed.
-    std::map<std::string, std::string> live_hash;
-    std::map<std::string, const TreeEntry*> live_file;
-    TreeSpec fresh;              // the new tree (without the manifest)
-    std::set<std::string> kept;  // fresh files the caller did not render (must be present)
+    // Each live regular file: its entry and hash, the manifest's when its stat is the one
+    // recorded (it is not read), else read and hashed. (Hashed containers throughout: a
+    // root has tens of thousands of paths sharing long prefixes, costly to compare in order.)
+    struct Live {
+        const TreeEntry* entry = nullptr;
+        std::string hash;
+        bool known = false;  // its stat is the last build's: untouched since
+    };
+    std::unordered_map<std::string, Live> live_files;
+    TreeIndex fresh;                        // the new tree (without the manifest)
+    std::unordered_set<std::string> kept;  // fresh files the caller did not render (must be present)
     // The spare: regular files by inode, and directories, as begin() found them.
-    std::map<std::string, unsigned long long> spare_files;
-    std::set<std::string> spare_dirs;
+    std::unordered_map<std::string, unsigned long long> spare_files;
+    std::unordered_set<std::string> spare_dirs;
     std::vector<std::string> to_link;  // fresh files already as wanted on the live tree
+    bool spare_made = false;  // begin() made the spare (empty): removed again if the root stays
 };
 
 Publisher::Publisher(FileSystem& fs, std::vector<std::string> roots, PublishOptions options)
@@ -172,11 +217,27 @@ Publisher::Publisher(FileSystem& fs, std::vector<std::string> roots, PublishOpti
 
 Publisher::~Publisher() = default;
 
-Publisher::Root* Publisher::root_of(const std::string& path) {
-    for (auto& r : state_)
+const Publisher::Root* Publisher::root_of(const std::string& path) const {
+    for (const auto& r : state_)
         if (path.size() > r.root.size() && path.compare(0, r.root.size(), r.root) == 0 && path[r.root.size()] == '/')
             return &r;
     return nullptr;
+}
+
+Publisher::Root* Publisher::root_of(const std::string& path) {
+    return const_cast<Root*>(std::as_const(*this).root_of(path));
+}
+
+bool Publisher::as_last_built(const std::string& path, KeptFile& out) const {
+    const Root* r = root_of(path);
+    if (!r) return false;
+    const std::string rel = path.substr(r->root.size() + 1);
+    const auto live = r->live_files.find(rel);
+    if (live == r->live_files.end() || !live->second.known) return false;
+    const auto spec = r->old.find(rel);
+    if (spec == r->old.end() || spec->second.mode != live->second.entry->mode) return false;
+    out = {path, spec->second.hash, spec->second.mode == 0755u};
+    return true;
 }
 
 bool Publisher::begin(Diagnostics& diags) {
@@ -197,20 +258,27 @@ bool Publisher::begin(Diagnostics& diags) {
         r.live = join(out, root);
         r.staged = join(out, staging_of(root));
         r.old_text = read_manifest(fs_, r.live);
-        r.old = parse_manifest(r.old_text);
+        r.old = index_manifest(r.old_text);
         r.exists = fs_.entry(r.live, r.top);
         if (r.exists && r.top.type == TreeEntry::Type::dir) r.entries = fs_.scan(r.live);
+        r.live_files.reserve(r.entries.size());
+        std::string known_path = join(root, "");
+        const size_t prefix = known_path.size();
         for (const TreeEntry& e : r.entries) {
             if (e.type != TreeEntry::Type::file || e.path == kManifestName) continue;
-            std::string hash;
+            Root::Live live{&e, {}, false};
             const auto was = r.old.find(e.path);
             if (options_.known && was != r.old.end()) {
-                const auto k = options_.known->find(join(root, e.path));
-                if (k != options_.known->end() && k->second == stat_of(e)) hash = was->second.hash;
+                known_path.resize(prefix);
+                known_path += e.path;
+                const auto k = options_.known->find(known_path);
+                if (k != options_.known->end() && k->second == stat_of(e)) {
+                    live.hash = was->second.hash;
+                    live.known = true;
+                }
             }
-            if (hash.empty()) hash = hash_of(fs_, r.live + "/" + e.path);
-            r.live_hash[e.path] = hash;
-            r.live_file[e.path] = &e;
+            if (live.hash.empty()) live.hash = hash_of(fs_, r.live + "/" + e.path);
+            r.live_files.emplace(e.path, std::move(live));
         }
         if (options_.dry_run) continue;
         // The spare is reused when it is a directory whose directories are all 0755 (a fresh
@@ -225,6 +293,7 @@ bool Publisher::begin(Diagnostics& diags) {
             else if (!fs_.remove_all(r.staged + "/" + e.path, error)) reuse = false;  // symlinks, FIFOs: never wanted
         }
         if (!reuse) {
+            r.spare_made = true;
             r.spare_files.clear();
             r.spare_dirs.clear();
             if (!fs_.remove_all(r.staged, error) || !fs_.make_dirs(r.staged, error)) {
@@ -243,11 +312,11 @@ bool Publisher::begin(Diagnostics& diags) {
 // live file or, when the live one is not as wanted, a new file with `contents`.
 bool Publisher::stage(Root& r, const std::string& rel, const FileSpec& want, const std::string* contents,
                       bool executable, std::string& error, bool linking) {
-    const auto live = r.live_hash.find(rel);
-    const bool as_wanted = live != r.live_hash.end() && live->second == want.hash &&
-                           r.live_file.at(rel)->mode == want.mode;
+    const auto live = r.live_files.find(rel);
+    const bool as_wanted = live != r.live_files.end() && live->second.hash == want.hash &&
+                           live->second.entry->mode == want.mode;
     const auto spare = r.spare_files.find(rel);
-    if (as_wanted && spare != r.spare_files.end() && spare->second == r.live_file.at(rel)->ino) return true;
+    if (as_wanted && spare != r.spare_files.end() && spare->second == live->second.entry->ino) return true;
     // Linking waits for finish(): only a root that is swapped in needs its spare complete.
     if (as_wanted && !linking) {
         r.to_link.push_back(rel);
@@ -306,7 +375,7 @@ bool Publisher::add_kept(const KeptFile& k, Diagnostics& diags) {
     r->kept.insert(rel);
     ++files_;
     // A kept file not on the live tree as wanted is reported by finish().
-    if (options_.dry_run || failed_ || !r->live_hash.count(rel)) return true;
+    if (options_.dry_run || failed_ || !r->live_files.count(rel)) return true;
     std::string error;
     if (!stage(*r, rel, want, nullptr, k.executable, error)) {
         diags.error({}, "cannot write the new tree (the previous one is untouched): " + error);
@@ -335,12 +404,12 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
     for (Root& r : state_) {
         const std::string& root = r.root;
         const std::string& live = r.live;
-        TreeSpec& fresh = r.fresh;
-        const TreeSpec& old = r.old;
+        TreeIndex& fresh = r.fresh;
+        const TreeIndex& old = r.old;
         manifests[root] = manifest_of(fresh);
         // The manifest is compared by its bytes below; its hash is needed only for the journal.
         fresh[kManifestName] = {"", 0644};
-        const std::set<std::string> fresh_dirs = parent_dirs(fresh), old_dirs = parent_dirs(old);
+        const auto fresh_dirs = parent_dir_views(fresh), old_dirs = parent_dir_views(old);
         bool differs = false;
         // Anything sitegen would overwrite or remove that is not as sitegen wrote it is a hand
         // edit: refused, or with --force a warning. Either way a fresh tree replaces it whole.
@@ -351,8 +420,11 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
             else
                 diags.error(at, why, "keep your change in the site definition, or rerun with --force to overwrite it");
         };
-        std::set<std::string> present;   // fresh files that are on disk exactly as a fresh build writes them
-        std::set<std::string> occupied;  // paths with something other than a directory on them
+        // Views into the scanned entries' paths:
+        std::unordered_set<std::string_view> present;   // fresh files on disk exactly as a fresh build writes them
+        std::unordered_set<std::string_view> occupied;  // paths with something other than a directory on them
+        present.reserve(fresh.size());
+        occupied.reserve(r.entries.size());
         if (r.exists && r.top.type != TreeEntry::Type::dir) {
             hand_edit("", std::string("is ") + r.top.what + ", not a directory written by sitegen");
             differs = true;
@@ -392,7 +464,7 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
                 }
                 continue;
             }
-            const std::string& hash = r.live_hash[e.path];
+            const std::string& hash = r.live_files.at(e.path).hash;
             if (was == old.end())
                 hand_edit(e.path, "file was not written by sitegen");
             else if (was->second.hash != hash)
@@ -412,16 +484,23 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
                 differs = true;
             }
         }
+        std::vector<std::string_view> added;
         for (const auto& [rel, spec] : fresh) {
             if (rel == kManifestName || present.count(rel)) continue;
             differs = true;
-            if (!occupied.count(rel)) report.added.push_back(join(root, rel));
+            if (!occupied.count(rel)) added.push_back(rel);
         }
+        std::sort(added.begin(), added.end());  // in the tree's order
+        for (const auto rel : added) report.added.push_back(join(root, std::string(rel)));
         // A kept file stays another name of the live file: it must be there as the caller saw
         // it (it can only be missing when changed during this build).
+        std::vector<std::string_view> gone;
         for (const auto& rel : r.kept)
-            if (!present.count(rel))
-                diags.error({join(out, join(root, rel)), 0, 0}, "output changed while sitegen was building", "run the build again");
+            if (!present.count(rel)) gone.push_back(rel);
+        std::sort(gone.begin(), gone.end());
+        for (const auto rel : gone)
+            diags.error({join(out, join(root, std::string(rel))), 0, 0}, "output changed while sitegen was building",
+                        "run the build again");
         if (!present.count(kManifestName)) differs = true;
         if (differs) to_swap.push_back(&r);
     }
@@ -430,11 +509,19 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
         return false;
     }
     for (const auto& [path, stat] : written_) report.stats[path] = stat;
-    if (options_.dry_run || to_swap.empty()) return true;
+    if (options_.dry_run) return true;
+    // A spare made empty by this publish for a root that stays as it is holds nothing for the
+    // next one: it goes (a first build over an up-to-date tree leaves nothing beside it).
+    for (Root& r : state_)
+        if (r.spare_made && std::find(to_swap.begin(), to_swap.end(), &r) == to_swap.end() &&
+            !fs_.remove_all(r.staged, error)) {
+            diags.warning({r.staged, 0, 0}, "cannot remove the empty spare tree: " + error);
+        }
+    if (to_swap.empty()) return true;
 
     // Finish staging: whatever the spare holds that the new tree does not, then the manifest.
     for (Root* r : to_swap) {
-        const std::set<std::string> dirs = parent_dirs(r->fresh);
+        const auto dirs = parent_dir_views(r->fresh);
         bool ok = true;
         for (const auto& rel : r->to_link) ok = ok && stage(*r, rel, r->fresh.at(rel), nullptr, false, error, true);
         for (const auto& [rel, ino] : r->spare_files)

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "site/diagnostics.h"
@@ -33,7 +34,7 @@ struct PublishOptions {
     // Files as the last publish left them (path relative to out_dir -> stat); a live file
     // with this stat is taken to still have its manifest hash and is not read. Only valid
     // while the roots' manifests are the ones that publish wrote (the caller checks).
-    const std::map<std::string, FileStat>* known = nullptr;
+    const std::unordered_map<std::string, FileStat>* known = nullptr;
 };
 
 struct PublishReport {
@@ -42,7 +43,7 @@ struct PublishReport {
     bool io_error = false;  // failure writing the tree (exit 3) rather than a refusal
     // After a successful publish (not a dry run): every output file's stat (by path relative
     // to out_dir) and each root's manifest's stat, as the tree now is.
-    std::map<std::string, FileStat> stats;
+    std::unordered_map<std::string, FileStat> stats;
     std::map<std::string, FileStat> manifest_stats;
 };
 
@@ -65,6 +66,10 @@ public:
     bool begin(Diagnostics& diags);
     bool add(const OutputFile& file, Diagnostics& diags);
     bool add_kept(const KeptFile& file, Diagnostics& diags);
+    // After begin(): whether the live file at `path` (relative to out_dir) is as the last
+    // build left it (its stat is the one `known` recorded, its mode the manifest's); if so
+    // `out` is what add_kept needs (path, the manifest's hash, mode).
+    bool as_last_built(const std::string& path, KeptFile& out) const;
     // True when published (or, in a dry run, compared); `report` as publish() fills it.
     bool finish(PublishReport& report, Diagnostics& diags);
     // Removes what was staged (a build that failed after begin()).
@@ -75,13 +80,14 @@ public:
 private:
     struct Root;
     Root* root_of(const std::string& path);
+    const Root* root_of(const std::string& path) const;
     bool stage(Root& root, const std::string& rel, const FileSpec& want, const std::string* contents, bool executable,
                std::string& error, bool linking = false);
     FileSystem& fs_;
     std::vector<std::string> roots_;
     PublishOptions options_;
     std::vector<Root> state_;
-    std::map<std::string, FileStat> written_;  // stats of the files written into spares
+    std::unordered_map<std::string, FileStat> written_;  // stats of the files written into spares
     size_t files_ = 0;
     bool begun_ = false, failed_ = false, io_error_ = false;
 };

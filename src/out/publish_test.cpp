@@ -59,6 +59,22 @@ TEST_CASE("publishing the same outputs twice changes nothing", "[publish]") {
     CHECK(snapshot(fs).size() == before.size());
 }
 
+TEST_CASE("a publish that changes nothing leaves no empty spare beside a root it did not replace", "[publish]") {
+    // A fresh checkout's committed tree built again: nothing swaps, so nothing is left beside it.
+    MemoryFs fs;
+    Diagnostics diags;
+    REQUIRE(run(fs, tree("one"), diags));
+    std::string error;
+    REQUIRE(fs.remove_all("out/modules-out/.s.sitegen-spare", error));
+    REQUIRE(fs.remove_all("out/easyconfigs-out/.s.sitegen-spare", error));
+    REQUIRE_FALSE(fs.is_dir("out/modules-out/.s.sitegen-spare"));
+    PublishReport report;
+    REQUIRE(run(fs, tree("one"), diags, false, &report));
+    CHECK(report.unchanged == 3);
+    CHECK_FALSE(fs.is_dir("out/modules-out/.s.sitegen-spare"));
+    CHECK_FALSE(fs.is_dir("out/easyconfigs-out/.s.sitegen-spare"));
+}
+
 TEST_CASE("files no longer emitted are removed from the tree", "[publish]") {
     MemoryFs fs;
     Diagnostics diags;
