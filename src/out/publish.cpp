@@ -202,12 +202,13 @@ struct Publisher::Root {
         std::string hash;
         bool known = false;  // its stat is the last build's: untouched since
     };
-    std::unordered_map<std::string, Live> live_files;
+    std::unordered_map<std::string_view, Live> live_files;  // keys: views into `entries`
     TreeIndex fresh;                        // the new tree (without the manifest)
     std::unordered_set<std::string> kept;  // fresh files the caller did not render (must be present)
     // The spare: regular files by inode, and directories, as begin() found them.
-    std::unordered_map<std::string, unsigned long long> spare_files;
-    std::unordered_set<std::string> spare_dirs;
+    std::vector<TreeEntry> spare;  // as scanned: the keys below are views into it
+    std::unordered_map<std::string_view, unsigned long long> spare_files;
+    std::unordered_set<std::string_view> spare_dirs;
     std::vector<std::string> to_link;  // fresh files already as wanted on the live tree
     bool spare_made = false;  // begin() made the spare (empty): removed again if the root stays
 };
@@ -285,8 +286,10 @@ bool Publisher::begin(Diagnostics& diags) {
         // tree's); anything else at the staging path is replaced by an empty directory.
         TreeEntry top;
         bool reuse = fs_.entry(r.staged, top) && top.type == TreeEntry::Type::dir && top.mode == kDirMode;
-        std::vector<TreeEntry> spare = reuse ? fs_.scan(r.staged) : std::vector<TreeEntry>{};
-        for (const TreeEntry& e : spare) {
+        if (reuse) r.spare = fs_.scan(r.staged);
+        r.spare_files.reserve(r.spare.size());
+        r.spare_dirs.reserve(r.spare.size() / 2);
+        for (const TreeEntry& e : r.spare) {
             if (e.type == TreeEntry::Type::dir && e.mode != kDirMode) reuse = false;
             if (e.type == TreeEntry::Type::dir) r.spare_dirs.insert(e.path);
             else if (e.type == TreeEntry::Type::file) r.spare_files[e.path] = e.ino;
@@ -324,8 +327,8 @@ bool Publisher::stage(Root& r, const std::string& rel, const FileSpec& want, con
     }
     // Whatever holds this path or a parent of it in the spare goes first.
     for (auto slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1))
-        if (const auto f = r.spare_files.find(rel.substr(0, slash)); f != r.spare_files.end()) {
-            if (!fs_.remove_all(r.staged + "/" + f->first, error)) return false;
+        if (const auto f = r.spare_files.find(std::string_view(rel).substr(0, slash)); f != r.spare_files.end()) {
+            if (!fs_.remove_all(r.staged + "/" + std::string(f->first), error)) return false;
             r.spare_files.erase(f);
         }
     if (spare != r.spare_files.end() || r.spare_dirs.count(rel)) {
@@ -525,9 +528,9 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
         bool ok = true;
         for (const auto& rel : r->to_link) ok = ok && stage(*r, rel, r->fresh.at(rel), nullptr, false, error, true);
         for (const auto& [rel, ino] : r->spare_files)
-            if (!r->fresh.count(rel) || rel == kManifestName) ok = ok && fs_.remove_all(r->staged + "/" + rel, error);
+            if (!r->fresh.count(rel) || rel == kManifestName) ok = ok && fs_.remove_all(r->staged + "/" + std::string(rel), error);
         for (const auto& dir : r->spare_dirs)
-            if (!dirs.count(dir)) ok = ok && fs_.remove_all(r->staged + "/" + dir, error);
+            if (!dirs.count(dir)) ok = ok && fs_.remove_all(r->staged + "/" + std::string(dir), error);
         const std::string to = r->staged + "/" + kManifestName;
         ok = ok && fs_.write(to, manifests[r->root], false, error);
         TreeEntry e;
