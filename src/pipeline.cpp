@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <exception>
 #include <map>
+#include <thread>
 #include <unordered_map>
 
 #include <sys/stat.h>
@@ -298,15 +300,15 @@ std::string state_dir_of(const std::string& out_dir) {
 // The last build's state of a site (`read`: as up_to_date read it, if it did), if it still
 // describes the live roots (each root's manifest has the stat the state recorded, so it is the
 // one that build wrote); empty otherwise.
-BuildState usable_state(FileSystem& fs, const std::string& out_dir, const std::string& state_dir, const Site& site,
-                        BuildState* read) {
+BuildState usable_state(FileSystem& fs, const std::string& out_dir, const std::string& state_dir,
+                        const std::string& site_name, BuildState* read) {
     BuildState state;
     std::string text, error;
     if (read) state = std::move(*read);
-    else if (state_dir.empty() || !fs.read(state_path(state_dir, site.site.name), text, error, kMaxOutputFileBytes) ||
+    else if (state_dir.empty() || !fs.read(state_path(state_dir, site_name), text, error, kMaxOutputFileBytes) ||
              !parse_state(text, state))
         return {};
-    for (const std::string& root : {modules_root(site), easyconfigs_root(site)}) {
+    for (const std::string& root : {modules_root(site_name), easyconfigs_root(site_name)}) {
         TreeEntry e;
         const auto it = state.manifests.find(root);
         if (it == state.manifests.end() || !fs.entry(under_out(out_dir, root + "/" + kManifestName), e) ||
@@ -411,48 +413,85 @@ Result run_build(FileSystem& fs, const Request& request) {
     const std::string state_dir = state_dir_of(request.out_dir);
     std::map<std::string, BuildState> states_read;
     if (up_to_date(fs, request, state_dir, result, states_read)) return result;
+    Request resolved = request;
+    resolved.sites.clear();
+    if (!resolve_sites(fs, request, resolved.sites, result)) return result;
+
+    // The publish is prepared from the site names alone (each site's roots are named after it,
+    // as load checks): the last build's state, if it still describes the roots, and the
+    // publisher's look (scans of the live roots and spares, read-only). On the real disk that
+    // runs on a second thread while the sites load and are checked, which only read too; a
+    // site with errors still writes nothing (begin, which locks and writes, comes after
+    // check). A pending journal (an interrupted publish) keeps the plain order.
+    std::vector<std::string> roots;
+    for (const auto& name : resolved.sites) {
+        roots.push_back(modules_root(name));
+        roots.push_back(easyconfigs_root(name));
+    }
+    std::unordered_map<std::string, FileStat> known;  // the last build's stats of every site's files
+    std::vector<BuildState> last(resolved.sites.size());  // the last build's states, where usable
+    PublishOptions popts{request.out_dir, request.dry_run, request.force};
+    popts.known = &known;
+    Publisher publisher(fs, roots, popts);
+    const auto prepare_publish = [&] {
+        for (size_t s = 0; s < resolved.sites.size(); ++s) {
+            const std::string& name = resolved.sites[s];
+            const auto read = states_read.find(name);
+            last[s] = usable_state(fs, request.out_dir, state_dir, name, read == states_read.end() ? nullptr : &read->second);
+            // (Paths are unique across sites: each has its own roots.)
+            if (known.empty()) known = std::move(last[s].files);
+            else known.insert(last[s].files.begin(), last[s].files.end());
+            last[s].files.clear();
+        }
+    };
+    TreeEntry journal;
+    const bool overlap = fs.concurrent_reads() && !fs.entry(under_out(request.out_dir, ".sitegen-journal"), journal);
     Diagnostics diags;
     std::vector<Loaded> sites;
-    if (!resolve_and_check(fs, request, sites, diags, result)) return result;
-
-    std::vector<std::string> roots;
-    PublishOptions popts{request.out_dir, request.dry_run, request.force};
-    std::unordered_map<std::string, FileStat> known;  // the last build's stats of every site's files
-    std::vector<BuildState> next(sites.size());  // what each site's state will record
-    struct Prepared {
-        PlanOptions options;
-        BuildState state;               // the last build's, when it still describes the tree
-        std::vector<std::string> keys;  // each stack's build key
-    };
-    std::vector<Prepared> prepared(sites.size());
-    if (!diags.has_errors())
-        for (size_t s = 0; s < sites.size(); ++s) {
-            const Loaded& l = sites[s];
-            Prepared& p = prepared[s];
-            p.options.prefix = request.prefix ? *request.prefix : l.site.site.install_prefix;
-            p.options.hooks = l.hooks;
-            const auto read = states_read.find(l.site.site.name);
-            p.state = usable_state(fs, request.out_dir, state_dir, l.site,
-                                   read == states_read.end() ? nullptr : &read->second);
-            p.keys = stack_keys(fs, l, p.options);
-            // (Paths are unique across sites: each has its own roots.)
-            if (known.empty()) known = std::move(p.state.files);
-            else known.insert(p.state.files.begin(), p.state.files.end());
-            p.state.files.clear();
-            roots.push_back(modules_root(l.site));
-            roots.push_back(easyconfigs_root(l.site));
-        }
+    {
+        std::exception_ptr failed;
+        std::thread preparing;
+        if (overlap)
+            preparing = std::thread([&] {
+                try {
+                    prepare_publish();
+                    publisher.look();
+                } catch (...) {
+                    failed = std::current_exception();
+                }
+            });
+        struct Join {
+            std::thread& t;
+            ~Join() { if (t.joinable()) t.join(); }
+        } join{preparing};
+        load_and_check(fs, resolved, sites, diags);
+        if (preparing.joinable()) preparing.join();
+        if (failed) std::rethrow_exception(failed);
+    }
     if (diags.has_errors()) {
         result.err += render_all(diags, reader_for(fs));
         result.err += "sitegen: nothing written\n";
         result.exit_code = kExitSiteErrors;
         return result;
     }
+    if (!overlap) prepare_publish();
+
+    std::vector<BuildState> next(sites.size());  // what each site's state will record
+    struct Prepared {
+        PlanOptions options;
+        std::vector<std::string> keys;  // each stack's build key
+    };
+    std::vector<Prepared> prepared(sites.size());
+    for (size_t s = 0; s < sites.size(); ++s) {
+        const Loaded& l = sites[s];
+        Prepared& p = prepared[s];
+        p.options.prefix = request.prefix ? *request.prefix : l.site.site.install_prefix;
+        p.options.hooks = l.hooks;
+        p.keys = stack_keys(fs, l, p.options);
+    }
     // Each stack's files are handed to the publisher as they are rendered (it stages them in
     // the spare trees and keeps their hashes), so the build holds one stack's output at a time,
     // plus the modulefiles for the self-check.
-    popts.known = &known;
-    Publisher publisher(fs, roots, popts);
     PublishReport report;
     if (!publisher.begin(diags)) {
         result.err += render_all(diags, reader_for(fs));
@@ -463,6 +502,7 @@ Result run_build(FileSystem& fs, const Request& request) {
     for (size_t s = 0; s < sites.size() && !diags.has_errors(); ++s) {
         const Loaded& l = sites[s];
         const Prepared& p = prepared[s];
+        const BuildState& last_state = last[s];
         std::map<std::string, int> ids;
         for (const Stack& stack : l.site.stacks) ++ids[stack.module_full_name()];
         OutputList modulefiles;  // what the self-check runs
@@ -474,7 +514,7 @@ Result run_build(FileSystem& fs, const Request& request) {
                 BuildState::StackRecord& record = next[s].stacks[id];
                 record = {p.keys[i], true, {}};
                 // Two stacks with one name render both, so the clash below is reported.
-                std::vector<KeptFile> kept = ids[id] == 1 ? reusable(publisher, p.state, id, p.keys[i])
+                std::vector<KeptFile> kept = ids[id] == 1 ? reusable(publisher, last_state, id, p.keys[i])
                                                           : std::vector<KeptFile>{};
                 if (!kept.empty()) {
                     record.rebuilt = false;

@@ -295,6 +295,10 @@ public:
 
     ~DiskFs() override { unlock(); }
 
+    // The read-only calls touch no member (made_dirs_ is only the writers'), and the kernel
+    // orders the rest.
+    bool concurrent_reads() const override { return true; }
+
 private:
     int lock_fd_ = -1;
     std::set<std::string> made_dirs_;  // directories write() created (or found) already

@@ -75,6 +75,9 @@ public:
     // and mtime, nothing copied on disk. Publish stages unchanged outputs this way. The
     // default copies (bytes and executable bit).
     virtual bool link(const std::string& from, const std::string& to, std::string& error);
+    // Whether the read-only calls (read, exists, is_dir, entry, scan, list_files, list_dirs)
+    // may run on one thread while another publishes through this file system.
+    virtual bool concurrent_reads() const { return false; }
 };
 
 // The real disk.

@@ -48,6 +48,7 @@ public:
     }
     bool lock(const std::string& path, std::string& error) override { return inner_.lock(path, error); }
     void unlock() override { inner_.unlock(); }
+    bool concurrent_reads() const override { return inner_.concurrent_reads(); }
     bool link(const std::string& from, const std::string& to, std::string& error) override {
         return inner_.link(from, to, error);
     }

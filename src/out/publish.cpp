@@ -211,6 +211,9 @@ struct Publisher::Root {
     std::unordered_set<std::string_view> spare_dirs;
     std::vector<std::string> to_link;  // fresh files already as wanted on the live tree
     bool spare_made = false;  // begin() made the spare (empty): removed again if the root stays
+    // What look() saw at the root's manifest and spare paths (begin() checks they still hold).
+    bool manifest_exists = false, spare_exists = false;
+    TreeEntry manifest_top, spare_top;
 };
 
 Publisher::Publisher(FileSystem& fs, std::vector<std::string> roots, PublishOptions options)
@@ -241,23 +244,23 @@ bool Publisher::as_last_built(const std::string& path, KeptFile& out) const {
     return true;
 }
 
-bool Publisher::begin(Diagnostics& diags) {
+// Whether two looks at one path saw the same: absent both times, or the same type, mode,
+// inode and mtime (a publish swaps whole roots, so a root or spare it touched is another inode).
+bool same_look(bool a_exists, const TreeEntry& a, bool b_exists, const TreeEntry& b) {
+    if (a_exists != b_exists) return false;
+    return !a_exists || (a.type == b.type && a.mode == b.mode && a.ino == b.ino && a.mtime_ns == b.mtime_ns);
+}
+
+void Publisher::look() {
     const std::string& out = options_.out_dir;
-    std::string error;
-    if (!options_.dry_run) {
-        if (!fs_.lock(join(out, kLockName), error)) {
-            diags.error({}, "cannot lock the output tree: " + error);
-            io_error_ = true;
-            return false;
-        }
-        if (!recover_interrupted_publish(fs_, out, diags)) { io_error_ = true; return false; }
-    }
+    state_.clear();
     state_.reserve(roots_.size());
     for (const auto& root : roots_) {
         Root& r = state_.emplace_back();
         r.root = root;
         r.live = join(out, root);
         r.staged = join(out, staging_of(root));
+        r.manifest_exists = fs_.entry(r.live + "/" + kManifestName, r.manifest_top);
         r.old_text = read_manifest(fs_, r.live);
         r.old = index_manifest(r.old_text);
         r.exists = fs_.entry(r.live, r.top);
@@ -283,10 +286,41 @@ bool Publisher::begin(Diagnostics& diags) {
         }
         if (options_.dry_run) continue;
         // The spare is reused when it is a directory whose directories are all 0755 (a fresh
-        // tree's); anything else at the staging path is replaced by an empty directory.
-        TreeEntry top;
-        bool reuse = fs_.entry(r.staged, top) && top.type == TreeEntry::Type::dir && top.mode == kDirMode;
-        if (reuse) r.spare = fs_.scan(r.staged);
+        // tree's); anything else at the staging path is replaced by an empty directory (begin).
+        r.spare_exists = fs_.entry(r.staged, r.spare_top);
+        if (r.spare_exists && r.spare_top.type == TreeEntry::Type::dir && r.spare_top.mode == kDirMode)
+            r.spare = fs_.scan(r.staged);
+    }
+    looked_ = true;
+}
+
+bool Publisher::looked_still_holds() {
+    for (const Root& r : state_) {
+        TreeEntry e;
+        if (!same_look(r.exists, r.top, fs_.entry(r.live, e), e) ||
+            !same_look(r.manifest_exists, r.manifest_top, fs_.entry(r.live + "/" + kManifestName, e), e) ||
+            (!options_.dry_run && !same_look(r.spare_exists, r.spare_top, fs_.entry(r.staged, e), e)))
+            return false;
+    }
+    return true;
+}
+
+bool Publisher::begin(Diagnostics& diags) {
+    const std::string& out = options_.out_dir;
+    std::string error;
+    if (!options_.dry_run) {
+        if (!fs_.lock(join(out, kLockName), error)) {
+            diags.error({}, "cannot lock the output tree: " + error);
+            io_error_ = true;
+            return false;
+        }
+        if (!recover_interrupted_publish(fs_, out, diags)) { io_error_ = true; return false; }
+    }
+    // A look taken before the lock holds unless something was published (or recovered) since.
+    if (!looked_ || !looked_still_holds()) look();
+    for (Root& r : state_) {
+        if (options_.dry_run) continue;
+        bool reuse = r.spare_exists && r.spare_top.type == TreeEntry::Type::dir && r.spare_top.mode == kDirMode;
         r.spare_files.reserve(r.spare.size());
         r.spare_dirs.reserve(r.spare.size() / 2);
         for (const TreeEntry& e : r.spare) {

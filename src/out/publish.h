@@ -51,7 +51,8 @@ struct PublishReport {
 std::string manifest_text(const std::vector<const OutputFile*>& files_in_root, const std::string& root);
 
 // A publish, one file at a time, so a build need not hold its whole output: begin() locks
-// the tree, finishes an interrupted publish and scans each root and its spare; add() hashes
+// the tree, finishes an interrupted publish and scans each root and its spare (or checks the
+// scans of an earlier look() still hold); add() hashes
 // a rendered file and stages it in the root's spare (another name of the live file when that
 // is already as wanted, else written anew), so its contents can be dropped; add_kept()
 // stages a file the caller did not render; finish() compares the new tree with the live one
@@ -63,6 +64,12 @@ public:
     ~Publisher();
     Publisher(const Publisher&) = delete;
     Publisher& operator=(const Publisher&) = delete;
+    // The read-only part of begin(), which may run earlier (before the lock, on another
+    // thread, while nothing else uses this publisher): reads each root's manifest, scans the
+    // live root and its spare, hashes the live files whose stat is not the known one. begin()
+    // uses that look if each root, manifest and spare is still the same inode with the same
+    // mtime once it holds the lock (every publish swaps whole roots), else looks again.
+    void look();
     bool begin(Diagnostics& diags);
     bool add(const OutputFile& file, Diagnostics& diags);
     bool add_kept(const KeptFile& file, Diagnostics& diags);
@@ -74,6 +81,7 @@ public:
     bool finish(PublishReport& report, Diagnostics& diags);
     // Removes what was staged (a build that failed after begin()).
     void discard();
+
     bool io_error() const { return io_error_; }
     size_t files() const { return files_; }
 
@@ -83,13 +91,14 @@ private:
     const Root* root_of(const std::string& path) const;
     bool stage(Root& root, const std::string& rel, const FileSpec& want, const std::string* contents, bool executable,
                std::string& error, bool linking = false);
+    bool looked_still_holds();
     FileSystem& fs_;
     std::vector<std::string> roots_;
     PublishOptions options_;
     std::vector<Root> state_;
     std::unordered_map<std::string, FileStat> written_;  // stats of the files written into spares
     size_t files_ = 0;
-    bool begun_ = false, failed_ = false, io_error_ = false;
+    bool looked_ = false, begun_ = false, failed_ = false, io_error_ = false;
 };
 
 // Publishes `files` (paths relative to out_dir, each under one of `roots`). Returns false

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "out/publish.h"
+#include "test_support.h"
 
 using namespace sitegen;
 
@@ -364,4 +365,66 @@ TEST_CASE("the publisher stages each added file at once, so the caller can drop 
     CHECK(fs.files.at("out/modules-out/s/modulefiles/a/1.lua").data == "setenv(\"V\", \"two\")\n");
     CHECK_FALSE(fs.exists("out/modules-out/.s.sitegen-spare"));
     CHECK(diags.error_count() == 0);
+}
+
+namespace {
+
+// publish() on the real disk, with the look taken at a chosen moment: before `meanwhile` runs
+// (as run_build looks while the site is checked), then begin, add and finish.
+bool publish_after_look(FileSystem& fs, const std::string& out, const OutputList& files,
+                        const std::function<void()>& meanwhile, PublishReport& report, Diagnostics& diags) {
+    Publisher publisher(fs, kRoots, {out, false, false});
+    publisher.look();
+    meanwhile();
+    if (!publisher.begin(diags)) return false;
+    for (const auto& f : files)
+        if (!publisher.add(f, diags)) return false;
+    return publisher.finish(report, diags);
+}
+
+std::string slurp(const std::string& path) {
+    std::string text, error;
+    REQUIRE(read_regular_file(path, text, error, 1 << 20));
+    return text;
+}
+
+}  // namespace
+
+TEST_CASE("a look taken before the lock is used when nothing was published since", "[publish]") {
+    test::TempDir dir("look");
+    auto fs = make_disk_fs();
+    const std::string out = dir.str();
+    Diagnostics diags;
+    PublishReport first;
+    REQUIRE(publish(*fs, kRoots, tree("one"), {out, false, false}, first, diags));
+    PublishReport report;
+    REQUIRE(publish_after_look(*fs, out, tree("two"), [] {}, report, diags));
+    CHECK_FALSE(diags.has_errors());
+    CHECK(report.changed.size() == 3);
+    CHECK(slurp(out + "/modules-out/s/modulefiles/a/1.lua") == "setenv(\"V\", \"two\")\n");
+}
+
+TEST_CASE("a look taken before another build published is not trusted", "[publish]") {
+    // The other build swapped "two" in between. The look saw "one" live, as this build wants
+    // it: trusted, it would link the live files (now "two") into the new tree under the
+    // manifest's "one" hashes. begin() sees the roots are other directories and looks again.
+    test::TempDir dir("stale-look");
+    auto fs = make_disk_fs();
+    const std::string out = dir.str();
+    Diagnostics diags;
+    PublishReport first;
+    REQUIRE(publish(*fs, kRoots, tree("one"), {out, false, false}, first, diags));
+    const auto other_build = [&] {
+        auto other_fs = make_disk_fs();
+        Diagnostics other;
+        PublishReport r;
+        REQUIRE(publish(*other_fs, kRoots, tree("two"), {out, false, false}, r, other));
+    };
+    PublishReport report;
+    REQUIRE(publish_after_look(*fs, out, tree("one"), other_build, report, diags));
+    CHECK_FALSE(diags.has_errors());
+    CHECK(report.changed.size() == 3);
+    CHECK(slurp(out + "/modules-out/s/modulefiles/a/1.lua") == "setenv(\"V\", \"one\")\n");
+    CHECK(slurp(out + "/modules-out/s/software/a/1/bin/run") == "#!/bin/bash\necho one\n");
+    CHECK(slurp(out + "/easyconfigs-out/s/a/a-1.eb") == "name = 'a'  # one\n");
 }

@@ -23,8 +23,10 @@ struct OutputFile {
 using OutputList = std::vector<OutputFile>;
 
 // Directory roots of a site's outputs (relative to --out-dir).
-inline std::string modules_root(const Site& s) { return "modules-out/" + s.site.name; }
-inline std::string easyconfigs_root(const Site& s) { return "easyconfigs-out/" + s.site.name; }
+inline std::string modules_root(const std::string& site_name) { return "modules-out/" + site_name; }
+inline std::string easyconfigs_root(const std::string& site_name) { return "easyconfigs-out/" + site_name; }
+inline std::string modules_root(const Site& s) { return modules_root(s.site.name); }
+inline std::string easyconfigs_root(const Site& s) { return easyconfigs_root(s.site.name); }
 
 // Output path of a file inside a stack's install dir.
 inline std::string stack_output_path(const Site& site, const Stack& s, const std::string& rel) {
