@@ -51,25 +51,48 @@ unsigned long long mtime_ns_of(const struct stat& st) {
            static_cast<unsigned long long>(st.st_mtim.tv_nsec);
 }
 
-// Everything under base/rel, depth first, not following symlinks. Unreadable directories are
-// listed (with their mode) but not entered.
-void scan_into(const std::string& base, const std::string& rel, std::vector<TreeEntry>& out) {
-    DIR* d = ::opendir((rel.empty() ? base : base + "/" + rel).c_str());
-    if (!d) return;
-    std::vector<std::string> subdirs;
+TreeEntry entry_of(std::string path, const struct stat& st) {
+    return {std::move(path), type_of(st.st_mode), static_cast<unsigned>(st.st_mode & 07777), what_of(st.st_mode),
+            static_cast<unsigned long long>(st.st_size), mtime_ns_of(st), static_cast<unsigned long long>(st.st_ino)};
+}
+
+// Everything under the directory `fd` (whose path relative to the scan is `rel`), depth first,
+// not following symlinks; takes ownership of `fd`. Subdirectories are opened relative to their
+// parent (no path walk from the root per directory). With `stat_files` false, a regular file's
+// entry holds only its path, type and inode (from readdir: no stat, where the file system
+// tells the type). Unreadable directories are listed (with their mode) but not entered.
+void scan_into(int fd, const std::string& rel, std::vector<TreeEntry>& out, bool stat_files) {
+    DIR* d = ::fdopendir(fd);
+    if (!d) {
+        ::close(fd);
+        return;
+    }
+    std::vector<size_t> subdirs;  // indices into `out`
+    std::string path = rel.empty() ? std::string() : rel + "/";
+    const size_t prefix = path.size();
     while (const dirent* e = ::readdir(d)) {
-        const std::string name = e->d_name;
-        if (name == "." || name == "..") continue;
+        const char* name = e->d_name;
+        if (name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0))) continue;
+        path.resize(prefix);
+        path += name;
+        if (!stat_files && e->d_type == DT_REG) {
+            TreeEntry f;
+            f.path = path;
+            f.type = TreeEntry::Type::file;
+            f.ino = static_cast<unsigned long long>(e->d_ino);
+            out.push_back(std::move(f));
+            continue;
+        }
         struct stat st;
-        if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-        const std::string r = rel.empty() ? name : rel + "/" + name;
-        out.push_back({r, type_of(st.st_mode), static_cast<unsigned>(st.st_mode & 07777), what_of(st.st_mode),
-                       static_cast<unsigned long long>(st.st_size), mtime_ns_of(st),
-                       static_cast<unsigned long long>(st.st_ino)});
-        if (S_ISDIR(st.st_mode)) subdirs.push_back(r);
+        if (::fstatat(::dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if (S_ISDIR(st.st_mode)) subdirs.push_back(out.size());
+        out.push_back(entry_of(path, st));
+    }
+    for (const size_t i : subdirs) {
+        const int sub = ::openat(::dirfd(d), out[i].path.c_str() + prefix, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub >= 0) scan_into(sub, out[i].path, out, stat_files);
     }
     ::closedir(d);
-    for (const auto& sub : subdirs) scan_into(base, sub, out);
 }
 
 // rm -rf that never follows a symlink and first makes directories a user locked (chmod 0500,
@@ -201,11 +224,11 @@ public:
         return out;
     }
 
-    std::vector<TreeEntry> scan(const std::string& dir) override {
+    std::vector<TreeEntry> scan(const std::string& dir, bool stat_files) override {
         std::vector<TreeEntry> out;
-        struct stat st;
-        if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return out;
-        scan_into(dir, "", out);
+        const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) return out;
+        scan_into(fd, "", out, stat_files);
         std::sort(out.begin(), out.end(), [](const TreeEntry& a, const TreeEntry& b) { return a.path < b.path; });
         return out;
     }
@@ -213,8 +236,7 @@ public:
     bool entry(const std::string& path, TreeEntry& out) override {
         struct stat st;
         if (::lstat(path.c_str(), &st) != 0) return false;
-        out = {path, type_of(st.st_mode), static_cast<unsigned>(st.st_mode & 07777), what_of(st.st_mode),
-               static_cast<unsigned long long>(st.st_size), mtime_ns_of(st), static_cast<unsigned long long>(st.st_ino)};
+        out = entry_of(path, st);
         return true;
     }
 
@@ -440,7 +462,7 @@ std::vector<std::string> MemoryFs::list_files(const std::string& dir) {
     return out;  // std::map keeps them sorted
 }
 
-std::vector<TreeEntry> MemoryFs::scan(const std::string& dir) {
+std::vector<TreeEntry> MemoryFs::scan(const std::string& dir, bool) {
     std::vector<TreeEntry> out;
     const std::string d = norm(dir);
     if (files.count(d) || !is_dir(d)) return out;

@@ -54,8 +54,10 @@ public:
     // Regular files under `dir`, relative, sorted.
     virtual std::vector<std::string> list_files(const std::string& dir) = 0;
     // Everything under `dir` (files, directories, symlinks, FIFOs, ...), relative, sorted,
-    // without following symlinks; `dir` itself is not listed. Empty if `dir` is not a directory.
-    virtual std::vector<TreeEntry> scan(const std::string& dir) = 0;
+    // without following symlinks; `dir` itself is not listed. Empty if `dir` is not a directory
+    // (or is a symlink). With `stat_files` false, a regular file's entry may hold only its
+    // path, type and inode (size, mtime and mode 0): what publish needs of its spare.
+    virtual std::vector<TreeEntry> scan(const std::string& dir, bool stat_files = true) = 0;
     // The type and mode of `path` itself (not following a final symlink); false if absent.
     virtual bool entry(const std::string& path, TreeEntry& out) = 0;
     // Immediate subdirectories of `dir`, sorted.
@@ -97,7 +99,7 @@ public:
     bool is_dir(const std::string& path) override;
     bool make_dirs(const std::string& path, std::string& error) override;
     std::vector<std::string> list_files(const std::string& dir) override;
-    std::vector<TreeEntry> scan(const std::string& dir) override;
+    std::vector<TreeEntry> scan(const std::string& dir, bool stat_files = true) override;
     bool entry(const std::string& path, TreeEntry& out) override;
     std::vector<std::string> list_dirs(const std::string& dir) override;
     bool rename(const std::string& from, const std::string& to, std::string& error) override;

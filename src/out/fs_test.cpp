@@ -138,6 +138,29 @@ TEST_CASE("scan lists a tree as it is: links and FIFOs as such, modes, nothing f
     CHECK(disk->scan(dir.file("t/link")).empty());  // a link to a directory is not a directory
 }
 
+TEST_CASE("a scan without file stats lists the same tree, each file with its inode", "[fs]") {
+    TempDir dir("fs-names");
+    dir.write("t/a/b/file", "x");
+    dir.write("t/a/other", "yy");
+    dir.write("t/top", "z");
+    std::filesystem::create_symlink("top", dir.file("t/a/link"));
+    REQUIRE(::mkfifo(dir.file("t/a/fifo").c_str(), 0644) == 0);
+    ::chmod(dir.file("t/a/b").c_str(), 0700);
+    auto disk = make_disk_fs();
+    const auto full = disk->scan(dir.file("t"));
+    const auto names = disk->scan(dir.file("t"), false);
+    REQUIRE(full.size() == 7);
+    REQUIRE(names.size() == full.size());
+    for (size_t i = 0; i < full.size(); ++i) {
+        CHECK(names[i].path == full[i].path);
+        CHECK(names[i].type == full[i].type);
+        CHECK(names[i].ino == full[i].ino);
+        if (full[i].type != TreeEntry::Type::file) CHECK(names[i].mode == full[i].mode);  // directories: stat'ed
+    }
+    CHECK(full[1].path == "a/b");
+    CHECK(names[1].mode == 0700);
+}
+
 TEST_CASE("directories are made 0755 whatever the umask, and removal gets through locked ones", "[fs]") {
     TempDir dir("fs-test");
     TempDir outside("fs-outside");

@@ -37,7 +37,9 @@ public:
     }
     bool sync(const std::string& path, std::string& error) override { return inner_.sync(path, error); }
     bool make_dirs(const std::string& path, std::string& error) override { return inner_.make_dirs(path, error); }
-    std::vector<TreeEntry> scan(const std::string& dir) override { return inner_.scan(dir); }
+    std::vector<TreeEntry> scan(const std::string& dir, bool stat_files = true) override {
+        return inner_.scan(dir, stat_files);
+    }
     bool rename(const std::string& from, const std::string& to, std::string& error) override {
         return inner_.rename(from, to, error);
     }

@@ -289,7 +289,7 @@ void Publisher::look() {
         // tree's); anything else at the staging path is replaced by an empty directory (begin).
         r.spare_exists = fs_.entry(r.staged, r.spare_top);
         if (r.spare_exists && r.spare_top.type == TreeEntry::Type::dir && r.spare_top.mode == kDirMode)
-            r.spare = fs_.scan(r.staged);
+            r.spare = fs_.scan(r.staged, false);  // files: path and inode are enough
     }
     looked_ = true;
 }
