@@ -88,7 +88,10 @@ int main(int argc, char** argv) {
 
     Result result;
     auto fs = make_disk_fs();
-    if (*build) result = run_build(*fs, request);
+    if (*build) {
+        request.leave_working_set = true;  // freed by the exit just after
+        result = run_build(*fs, request);
+    }
     else if (*check) result = run_check(*fs, request);
     else if (*list) result = run_list(*fs, request);
     else if (*rules) result = run_rules_list(request);

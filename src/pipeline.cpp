@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <exception>
 #include <map>
+#include <memory>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -398,8 +400,25 @@ Result run_check(FileSystem& fs, const Request& request) {
     return result;
 }
 
+// The memory of one build that outlives its steps: the sites, the last states, the scanned
+// trees, the states to write. Freed as a whole by its owner (see Request::leave_working_set).
+struct BuildWorkingSet {
+    std::map<std::string, BuildState> states_read;
+    std::unordered_map<std::string, FileStat> known;
+    std::vector<BuildState> last, next;
+    std::optional<Publisher> publisher;
+    std::vector<Loaded> sites;
+    PublishReport report;
+};
+
 Result run_build(FileSystem& fs, const Request& request) {
     Result result;
+    auto working = std::make_unique<BuildWorkingSet>();
+    struct Leave {  // the process exit frees it at once (main sets leave_working_set)
+        std::unique_ptr<BuildWorkingSet>& w;
+        bool leave;
+        ~Leave() { if (leave) (void)w.release(); }
+    } leave{working, request.leave_working_set};
     if (request.prefix) {
         const std::string& p = *request.prefix;
         bool bad = p.empty() || p[0] != '/' || p.find_first_of(":,") != std::string::npos;
@@ -411,7 +430,7 @@ Result run_build(FileSystem& fs, const Request& request) {
         }
     }
     const std::string state_dir = state_dir_of(request.out_dir);
-    std::map<std::string, BuildState> states_read;
+    auto& states_read = working->states_read;
     if (up_to_date(fs, request, state_dir, result, states_read)) return result;
     Request resolved = request;
     resolved.sites.clear();
@@ -428,11 +447,12 @@ Result run_build(FileSystem& fs, const Request& request) {
         roots.push_back(modules_root(name));
         roots.push_back(easyconfigs_root(name));
     }
-    std::unordered_map<std::string, FileStat> known;  // the last build's stats of every site's files
-    std::vector<BuildState> last(resolved.sites.size());  // the last build's states, where usable
+    auto& known = working->known;  // the last build's stats of every site's files
+    auto& last = working->last;    // the last build's states, where usable
+    last.resize(resolved.sites.size());
     PublishOptions popts{request.out_dir, request.dry_run, request.force};
     popts.known = &known;
-    Publisher publisher(fs, roots, popts);
+    Publisher& publisher = working->publisher.emplace(fs, roots, popts);
     const auto prepare_publish = [&] {
         for (size_t s = 0; s < resolved.sites.size(); ++s) {
             const std::string& name = resolved.sites[s];
@@ -447,7 +467,7 @@ Result run_build(FileSystem& fs, const Request& request) {
     TreeEntry journal;
     const bool overlap = fs.concurrent_reads() && !fs.entry(under_out(request.out_dir, ".sitegen-journal"), journal);
     Diagnostics diags;
-    std::vector<Loaded> sites;
+    auto& sites = working->sites;
     {
         std::exception_ptr failed;
         std::thread preparing;
@@ -476,7 +496,8 @@ Result run_build(FileSystem& fs, const Request& request) {
     }
     if (!overlap) prepare_publish();
 
-    std::vector<BuildState> next(sites.size());  // what each site's state will record
+    auto& next = working->next;  // what each site's state will record
+    next.resize(sites.size());
     struct Prepared {
         PlanOptions options;
         std::vector<std::string> keys;  // each stack's build key
@@ -492,7 +513,7 @@ Result run_build(FileSystem& fs, const Request& request) {
     // Each stack's files are handed to the publisher as they are rendered (it stages them in
     // the spare trees and keeps their hashes), so the build holds one stack's output at a time,
     // plus the modulefiles for the self-check.
-    PublishReport report;
+    PublishReport& report = working->report;
     if (!publisher.begin(diags)) {
         result.err += render_all(diags, reader_for(fs));
         result.err += "sitegen: nothing written\n";
