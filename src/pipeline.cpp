@@ -260,8 +260,11 @@ bool up_to_date(FileSystem& fs, const Request& request, const std::string& state
         std::string text, error;
         if (!fs.read(state_path(state_dir, name), text, error, kMaxOutputFileBytes)) return false;
         BuildState& state = states[name];
-        if (!parse_state(text, state) ||
-            state.inputs.empty() || state.manifests.size() != 2 ||
+        if (!parse_state(text, state)) {
+            states.erase(name);  // (a text cut short leaves a partial state: never used)
+            return false;
+        }
+        if (state.inputs.empty() || state.manifests.size() != 2 ||
             state.inputs != inputs_digest(request, state.rule_dirs, answer_again(fs, state.queries)))
             return false;
         const auto same = [&](const auto& stats, TreeEntry::Type type) {

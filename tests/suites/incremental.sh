@@ -172,4 +172,8 @@ after "deleted output" "$two"
 # A stale state (the tree replaced behind its back) is ignored, not trusted.
 rm -rf "$inc" && cp -a "$SCRATCH/fresh-1" "$inc"
 after "tree replaced" "$one $two"
+# A state cut short (a full disk while writing it, by hand) is ignored too, not half used.
+state=$(find "$SCRATCH/state-inc" -type f -name lumi)
+head -c "$(($(stat -c %s "$state") / 2))" "$state" >"$state.cut" && mv "$state.cut" "$state"
+after "state cut short" "$one $two"
 finish
