@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <set>
+#include <unordered_set>
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -129,15 +130,7 @@ public:
 
     bool write(const std::string& path, const std::string& data, bool executable,
                std::string& error) override {
-        fsys::path p(path);
-        // A tree has few directories and many files: create each directory once.
-        if (p.has_parent_path()) {
-            std::string parent = p.parent_path().string();
-            if (!made_dirs_.count(parent)) {
-                if (!make_dirs(parent, error)) return false;
-                made_dirs_.insert(parent);
-            }
-        }
+        if (!parent_made(path, error)) return false;
         int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
                         executable ? 0755 : 0644);
         if (fd < 0) { error = path + ": " + std::strerror(errno); return false; }
@@ -241,14 +234,7 @@ public:
     }
 
     bool link(const std::string& from, const std::string& to, std::string& error) override {
-        fsys::path p(to);
-        if (p.has_parent_path()) {
-            std::string parent = p.parent_path().string();
-            if (!made_dirs_.count(parent)) {
-                if (!make_dirs(parent, error)) return false;
-                made_dirs_.insert(parent);
-            }
-        }
+        if (!parent_made(to, error)) return false;
         if (::link(from.c_str(), to.c_str()) != 0) {
             error = from + " -> " + to + ": " + std::strerror(errno);
             return false;
@@ -322,8 +308,20 @@ public:
     bool concurrent_reads() const override { return true; }
 
 private:
+    // A tree has few directories and many files: each file's directory is made (or found)
+    // once. (The parent is the text before the last '/', as for the paths publish builds.)
+    bool parent_made(const std::string& path, std::string& error) {
+        const auto slash = path.rfind('/');
+        if (slash == std::string::npos || slash == 0) return true;
+        std::string parent = path.substr(0, slash);
+        if (made_dirs_.count(parent)) return true;
+        if (!make_dirs(parent, error)) return false;
+        made_dirs_.insert(std::move(parent));
+        return true;
+    }
+
     int lock_fd_ = -1;
-    std::set<std::string> made_dirs_;  // directories write() created (or found) already
+    std::unordered_set<std::string> made_dirs_;  // directories write() and link() made (or found) already
 };
 
 std::string norm(const std::string& p) {
