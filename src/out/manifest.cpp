@@ -1,6 +1,7 @@
 // Manifest and build-state text, and the site's digest text walked from the field table.
 #include "out/manifest.h"
 
+#include <algorithm>
 #include <charconv>
 #include <sstream>
 #include <string_view>
@@ -184,7 +185,11 @@ std::string state_text(const BuildState& state) {
                    d.message + d.hint + "\n";
     }
     for (const auto& [root, s] : state.manifests) put_stat(out, "manifest", s, root);
-    for (const auto& [dir, s] : state.dirs) put_stat(out, "dir", s, dir);
+    std::vector<const std::pair<const std::string, FileStat>*> dirs;  // in path order: the same state, the same text
+    dirs.reserve(state.dirs.size());
+    for (const auto& row : state.dirs) dirs.push_back(&row);
+    std::sort(dirs.begin(), dirs.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+    for (const auto* row : dirs) put_stat(out, "dir", row->second, row->first);
     for (const auto& [id, record] : state.stacks) {
         out += "stack " + record.key + (record.rebuilt ? " rebuilt " : " kept ") + id + "\n";
         for (const auto& path : record.files) {

@@ -56,7 +56,7 @@ struct BuildState {
     std::vector<InputQuery> queries;           // what loading the site asked the file system
     std::vector<std::string> rule_dirs;        // directories whose *.lua files are inputs
     std::vector<Diagnostic> findings;          // what check reported (warnings, notes), to repeat
-    std::map<std::string, FileStat> dirs;      // every directory of the roots, the roots included
+    std::unordered_map<std::string, FileStat> dirs;  // every directory of the roots, the roots included
     std::map<std::string, FileStat> manifests;     // root -> its manifest's stat
     std::map<std::string, StackRecord> stacks;     // by module full name (name/version)
     std::unordered_map<std::string, FileStat> files;  // every output, relative to the out dir
