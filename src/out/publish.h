@@ -64,6 +64,8 @@ public:
     Publisher& operator=(const Publisher&) = delete;
     bool begin(Diagnostics& diags);
     bool add(const OutputFile& file, Diagnostics& diags);
+    // The same, with the file's sha256_hex already computed (e.g. by the thread that rendered it).
+    bool add(const OutputFile& file, std::string hash, Diagnostics& diags);
     bool add_kept(const KeptFile& file, Diagnostics& diags);
     // True when published (or, in a dry run, compared); `report` as publish() fills it.
     bool finish(PublishReport& report, Diagnostics& diags);
