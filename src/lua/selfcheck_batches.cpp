@@ -38,7 +38,8 @@ void BatchedSelfCheck::send_batch() {
     pending_ = {};
     {
         std::unique_lock<std::mutex> lock(m_);
-        cv_.wait(lock, [&] { return queue_.size() < kMaxWaiting; });
+        cv_.wait(lock, [&] { return abandon_ || queue_.size() < kMaxWaiting; });
+        if (abandon_) return;  // a batch's check failed: finish() says so
         queue_.push_back(std::move(b));
     }
     cv_.notify_all();
@@ -57,7 +58,16 @@ void BatchedSelfCheck::work() {
         }
         cv_.notify_all();  // room in the queue
         std::vector<Found> found;
-        const size_t stopped = self_check_each(b.files, [&](size_t i, Diagnostic d) { found.push_back({b.first + i, std::move(d)}); });
+        size_t stopped = b.files.size();
+        try {
+            stopped = self_check_each(b.files, [&](size_t i, Diagnostic d) { found.push_back({b.first + i, std::move(d)}); });
+        } catch (...) {  // (e.g. no memory) finish() throws it, as the whole check would have
+            std::lock_guard<std::mutex> lock(m_);
+            if (!error_) error_ = std::current_exception();
+            abandon_ = true;
+            cv_.notify_all();
+            return;
+        }
         std::lock_guard<std::mutex> lock(m_);
         for (auto& f : found) found_.push_back(std::move(f));
         if (stopped < b.files.size()) stops_.push_back(b.first + stopped);
@@ -78,6 +88,7 @@ void BatchedSelfCheck::finish(Diagnostics& diags) {
     }
     cv_.notify_all();
     if (worker_.joinable()) worker_.join();
+    if (error_) std::rethrow_exception(error_);
     // Each file's place among all files stably sorted by path; findings go in that order.
     std::vector<size_t> order(paths_.size());
     std::iota(order.begin(), order.end(), size_t{0});

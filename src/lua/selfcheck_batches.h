@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -52,6 +53,7 @@ private:
     std::deque<Batch> queue_;       // guarded by m_
     std::vector<Found> found_;      // guarded by m_
     std::vector<size_t> stops_;     // files after which a batch's check could not go on; guarded by m_
+    std::exception_ptr error_;      // what a batch's check threw; guarded by m_
     bool closing_ = false, abandon_ = false;
     std::thread worker_;
 };

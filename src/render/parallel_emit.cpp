@@ -7,6 +7,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "out/sha256.h"
@@ -50,12 +51,11 @@ public:
         workers_.reserve(threads);
         try {
             for (unsigned t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
-        } catch (...) {
-            stop_and_join();
-            throw;
+        } catch (const std::system_error&) {  // no more threads: those started do the work
         }
     }
     ~Pool() { stop_and_join(); }
+    bool has_workers() const { return !workers_.empty(); }
 
     void run(size_t count) {
         size_t submitted = 0;
@@ -152,7 +152,8 @@ void render_stacks(size_t count, unsigned threads, const StackSteps& steps) {
         return;
     }
     Pool pool(steps, threads, 2 * static_cast<size_t>(threads));
-    pool.run(count);
+    if (pool.has_workers()) pool.run(count);
+    else render_in_order(count, steps);
 }
 
 }  // namespace sitegen
