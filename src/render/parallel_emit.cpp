@@ -40,7 +40,7 @@ void render_in_order(size_t count, const StackSteps& steps) {
 struct Slot {
     size_t stack = 0;
     bool wanted = false;
-    bool done = false;  // rendered (or failed, or not wanted); guarded by Pool::m
+    bool done = false;  // rendered (or failed, or not wanted); guarded by Pool::m_
     RenderedStack rendered;
     std::exception_ptr error;
 };
