@@ -23,10 +23,12 @@
 #include "out/sha256.h"
 #include "plan/stack_plan.h"
 #include "render/explain.h"
+#include "render/parallel_emit.h"
 #include "render/renderers.h"
 #include "lua/hooks.h"
 #include "lua/rules.h"
 #include "lua/selfcheck.h"
+#include "lua/selfcheck_batches.h"
 #include "node/doctor.h"
 #include "node/hwloc_topology.h"
 #include "plan/paths.h"
@@ -442,9 +444,9 @@ Result run_build(FileSystem& fs, const Request& request) {
     // The publish is prepared from the site names alone (each site's roots are named after it,
     // as load checks): the last build's state, if it still describes the roots, and the
     // publisher's look (scans of the live roots and spares, read-only). On the real disk that
-    // runs on a second thread while the sites load and are checked, which only read too; a
-    // site with errors still writes nothing (begin, which locks and writes, comes after
-    // check). A pending journal (an interrupted publish) keeps the plain order.
+    // runs on a second thread (unless SITEGEN_THREADS=1) while the sites load and are checked,
+    // which only read too; a site with errors still writes nothing (begin, which locks and
+    // writes, comes after check). A pending journal (an interrupted publish) keeps the plain order.
     std::vector<std::string> roots;
     for (const auto& name : resolved.sites) {
         roots.push_back(modules_root(name));
@@ -468,7 +470,8 @@ Result run_build(FileSystem& fs, const Request& request) {
         }
     };
     TreeEntry journal;
-    const bool overlap = fs.concurrent_reads() && !fs.entry(under_out(request.out_dir, ".sitegen-journal"), journal);
+    const bool overlap = render_threads() > 1 && fs.concurrent_reads() &&
+                         !fs.entry(under_out(request.out_dir, ".sitegen-journal"), journal);
     Diagnostics diags;
     auto& sites = working->sites;
     {
@@ -529,37 +532,50 @@ Result run_build(FileSystem& fs, const Request& request) {
         const BuildState& last_state = last[s];
         std::map<std::string, int> ids;
         for (const Stack& stack : l.site.stacks) ++ids[stack.module_full_name()];
-        OutputList modulefiles;  // what the self-check runs
+        // Stacks render on worker threads and come back here in stack order, hashed, to be
+        // staged; the self-check runs on batches of modulefiles meanwhile (render_threads()
+        // == 1: one after the other in this thread, as before).
+        const unsigned threads = render_threads();
+        BatchedSelfCheck self_check(threads > 1);  // what the self-check runs
         std::vector<std::string> paths;
         try {
-            for (size_t i = 0; i < l.site.stacks.size(); ++i) {
-                const Stack& stack = l.site.stacks[i];
-                const std::string id = stack.module_full_name();
-                BuildState::StackRecord& record = next[s].stacks[id];
-                record = {p.keys[i], true, {}};
+            std::map<size_t, std::vector<KeptFile>> kept_of;  // of the stacks looked at, not yet delivered
+            StackSteps steps;
+            steps.wanted = [&](size_t i) {
+                const std::string id = l.site.stacks[i].module_full_name();
                 // Two stacks with one name render both, so the clash below is reported.
                 std::vector<KeptFile> kept = ids[id] == 1 ? reusable(publisher, last_state, id, p.keys[i])
                                                           : std::vector<KeptFile>{};
-                if (!kept.empty()) {
+                if (kept.empty()) return true;
+                kept_of[i] = std::move(kept);
+                return false;
+            };
+            steps.render = [&](size_t i, OutputList& part) { emit_stack(l.site, l.site.stacks[i], p.options, part); };
+            steps.deliver = [&](size_t i, RenderedStack* rendered) {
+                const std::string id = l.site.stacks[i].module_full_name();
+                BuildState::StackRecord& record = next[s].stacks[id];
+                record = {p.keys[i], true, {}};
+                if (!rendered) {
                     record.rebuilt = false;
-                    for (const auto& k : kept) {
+                    for (const auto& k : kept_of[i]) {
                         record.files.push_back(k.path);
                         paths.push_back(k.path);
                         publisher.add_kept(k, diags);
                     }
-                    continue;
+                    kept_of.erase(i);
+                    return;
                 }
-                OutputList part;
-                emit_stack(l.site, stack, p.options, part);
-                for (auto& f : part) {
+                for (size_t j = 0; j < rendered->files.size(); ++j) {
+                    OutputFile& f = rendered->files[j];
                     record.files.push_back(f.path);
                     paths.push_back(f.path);
-                    publisher.add(f, diags);
+                    publisher.add(f, std::move(rendered->hashes[j]), diags);
                     // Nothing reaches the tree that the Lmod recorder rejects (load and unload
                     // mode); kept outputs passed it when they were rendered.
-                    if (is_self_checked(f.path)) modulefiles.push_back(std::move(f));
+                    if (is_self_checked(f.path)) self_check.add(std::move(f));
                 }
-            }
+            };
+            render_stacks(l.site.stacks.size(), threads, steps);
         } catch (const std::exception& e) {
             // Checks should have refused the input; never crash or write half a tree.
             diags.error(l.site.where(""), std::string("internal error while generating outputs: ") + e.what(),
@@ -572,9 +588,7 @@ Result run_build(FileSystem& fs, const Request& request) {
             if (paths[i] == paths[i - 1])
                 diags.error(l.site.where("stacks"), "two outputs would be written to '" + paths[i] +
                                                         "' (stacks with the same name and version?)");
-        std::stable_sort(modulefiles.begin(), modulefiles.end(),
-                         [](const OutputFile& a, const OutputFile& b) { return a.path < b.path; });
-        self_check_modulefiles(modulefiles, diags);
+        self_check.finish(diags);
     }
     // Errors of rendering or the self-check (a failed write is the publisher's: exit 3 below).
     if (diags.has_errors() && !publisher.io_error()) {

@@ -65,5 +65,7 @@ Result run_explain(FileSystem& fs, const Request& request, const std::string& st
 
 // Every output of one loaded, checked site (used by build, tests and the fuzzer).
 OutputList emit_all(const Site& site, const PlanOptions& options);
+// One stack's outputs, appended to `all` (only reads its arguments: safe on several threads).
+void emit_stack(const Site& site, const Stack& stack, const PlanOptions& options, OutputList& all);
 
 }  // namespace sitegen

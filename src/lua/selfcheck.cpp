@@ -695,10 +695,14 @@ ModuleRecord record_modulefile(const std::string& text, const std::string& chunk
     return out;
 }
 
-void self_check_modulefiles(const OutputList& files, Diagnostics& diags) {
+size_t self_check_each(const OutputList& files, const std::function<void(size_t, Diagnostic)>& report) {
     std::vector<const OutputFile*> modulefiles;
-    for (const auto& f : files)
-        if (is_modulefile(f.path)) modulefiles.push_back(&f);
+    std::vector<size_t> index;  // of each in `files`
+    for (size_t i = 0; i < files.size(); ++i)
+        if (is_modulefile(files[i].path)) {
+            modulefiles.push_back(&files[i]);
+            index.push_back(i);
+        }
     size_t next = 0, step = 0;  // where the next child starts; the file being evaluated
     bool running = false;
     const auto body = [&](Outbox& box) {
@@ -733,7 +737,7 @@ void self_check_modulefiles(const OutputList& files, Diagnostics& diags) {
             case kDone: running = false; next = step + 1; break;
             case kFinding: {
                 Diagnostic d = get_diagnostic(m);
-                if (m.ok()) diags.add(std::move(d));
+                if (m.ok()) report(index[running ? step : next], std::move(d));
                 break;
             }
             default: break;
@@ -741,14 +745,22 @@ void self_check_modulefiles(const OutputList& files, Diagnostics& diags) {
     };
     while (next < modulefiles.size()) {
         const RunEnd end = run_supervised(body, on_message);
-        if (end.kind == RunEnd::Kind::finished) break;
+        // Finished before the last file was done: the check could not go on (its finding is sent).
+        if (end.kind == RunEnd::Kind::finished) return next < modulefiles.size() ? index[running ? step : next] : files.size();
         const size_t at = running ? step : next;
         const std::string& path = modulefiles[at]->path;
-        diags.error({end.file.empty() ? path : end.file, end.file.empty() ? 0 : end.line, 0},
-                    (running ? "" : "the modulefile self-check could not run: ") + end.why + " [self-check]");
+        Diagnostic d;
+        d.where = {end.file.empty() ? path : end.file, end.file.empty() ? 0 : end.line, 0};
+        d.message = (running ? "" : "the modulefile self-check could not run: ") + end.why + " [self-check]";
+        report(index[at], std::move(d));
         running = false;
         next = at + 1;
     }
+    return files.size();
+}
+
+void self_check_modulefiles(const OutputList& files, Diagnostics& diags) {
+    self_check_each(files, [&](size_t, Diagnostic d) { diags.add(std::move(d)); });
 }
 
 }  // namespace sitegen

@@ -57,6 +57,11 @@ ModuleRecord record_modulefile(const std::string& text, const std::string& chunk
 // touched on unload). Files are evaluated as installed: isFile/isDir answer true. Findings go
 // to `diags` at the generated file's path and line, with the suffix " [self-check]".
 void self_check_modulefiles(const OutputList& files, Diagnostics& diags);
+// The same findings, in the same order, each handed to `report` with the index in `files` of the
+// file it is about. Returns the index of the file after which the check could not go on (its
+// finding says why; later files are unchecked), or files.size() when every file was checked.
+// Each file's findings depend on that file alone.
+size_t self_check_each(const OutputList& files, const std::function<void(size_t, Diagnostic)>& report);
 // Whether self_check_modulefiles checks `path` (a Lua modulefile of a module tree).
 bool is_self_checked(const std::string& path);
 

@@ -18,8 +18,13 @@ namespace sitegen {
 
 namespace {
 
-LuaIsolation g_isolation = LuaIsolation::child_process;
-WatchPage* g_page = nullptr;  // set in a supervised child only
+// Supervised runs may start on any thread, several at once (the build's self-check runs on a
+// background thread while others render): each run has its own page, pipe and child, and
+// waits for that child by its pid. The child has only the forking thread; it closes
+// every descriptor it inherited (other threads' files too) and runs only its body. Its
+// PR_SET_PDEATHSIG follows the forking thread, which waits for it before returning.
+std::atomic<LuaIsolation> g_isolation{LuaIsolation::child_process};
+WatchPage* g_page = nullptr;  // set in a supervised child only (which has one thread)
 
 // The hook raises the time limit itself as soon as it sees it (with the exact line); the
 // parent gives it this long before it kills, so only code stuck in C is killed (or a child
@@ -145,7 +150,7 @@ std::string exit_text(int status) {
 }  // namespace
 
 void set_lua_isolation(LuaIsolation isolation) { g_isolation = isolation; }
-LuaIsolation lua_isolation() { return g_isolation; }
+LuaIsolation lua_isolation() { return g_isolation.load(); }
 WatchPage* supervised_page() { return g_page; }
 
 void watch_call_begins(std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds wall) {
@@ -173,7 +178,7 @@ void watch_position(const char* source, int line) {
 RunEnd run_supervised(const std::function<void(Outbox&)>& body,
                       const std::function<void(std::string_view)>& on_message) {
     RunEnd end;
-    if (g_isolation == LuaIsolation::in_process || g_page) {  // (a child does not fork again)
+    if (g_isolation.load() == LuaIsolation::in_process || g_page) {  // (a child does not fork again)
         DirectOutbox box(on_message);
         try {
             body(box);

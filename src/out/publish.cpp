@@ -382,14 +382,16 @@ bool Publisher::stage(Root& r, const std::string& rel, const FileSpec& want, con
     return true;
 }
 
-bool Publisher::add(const OutputFile& f, Diagnostics& diags) {
+bool Publisher::add(const OutputFile& f, Diagnostics& diags) { return add(f, sha256_hex(f.contents), diags); }
+
+bool Publisher::add(const OutputFile& f, std::string hash, Diagnostics& diags) {
     Root* r = root_of(f.path);
     if (!r) {
         diags.error({}, "internal: output '" + f.path + "' is outside every site root");
         return false;
     }
     const std::string rel = f.path.substr(r->root.size() + 1);
-    const FileSpec& want = r->fresh[rel] = {sha256_hex(f.contents), f.executable ? 0755u : 0644u};
+    const FileSpec& want = r->fresh[rel] = {std::move(hash), f.executable ? 0755u : 0644u};
     ++files_;
     if (options_.dry_run || failed_) return true;
     std::string error;

@@ -1,0 +1,111 @@
+// selfcheck_batches: a queue of modulefile batches, one thread checking them, and the findings merged in path order.
+#include "lua/selfcheck_batches.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+
+#include "lua/selfcheck.h"
+
+namespace sitegen {
+
+namespace {
+constexpr size_t kMaxWaiting = 2;  // batches queued and not yet being checked
+}
+
+BatchedSelfCheck::BatchedSelfCheck(bool background, size_t batch)
+    : background_(background), batch_size_(std::max<size_t>(batch, 1)) {}
+
+BatchedSelfCheck::~BatchedSelfCheck() {
+    {
+        std::lock_guard<std::mutex> lock(m_);
+        abandon_ = true;
+    }
+    cv_.notify_all();
+    if (worker_.joinable()) worker_.join();
+}
+
+void BatchedSelfCheck::add(OutputFile modulefile) {
+    if (background_) paths_.push_back(modulefile.path);
+    pending_.push_back(std::move(modulefile));
+    if (background_ && pending_.size() >= batch_size_) send_batch();
+}
+
+void BatchedSelfCheck::send_batch() {
+    Batch b;
+    b.first = paths_.size() - pending_.size();
+    b.files = std::move(pending_);
+    pending_ = {};
+    {
+        std::unique_lock<std::mutex> lock(m_);
+        cv_.wait(lock, [&] { return abandon_ || queue_.size() < kMaxWaiting; });
+        if (abandon_) return;  // a batch's check failed: finish() says so
+        queue_.push_back(std::move(b));
+    }
+    cv_.notify_all();
+    if (!worker_.joinable()) worker_ = std::thread([this] { work(); });
+}
+
+void BatchedSelfCheck::work() {
+    for (;;) {
+        Batch b;
+        {
+            std::unique_lock<std::mutex> lock(m_);
+            cv_.wait(lock, [&] { return abandon_ || closing_ || !queue_.empty(); });
+            if (abandon_ || queue_.empty()) return;
+            b = std::move(queue_.front());
+            queue_.pop_front();
+        }
+        cv_.notify_all();  // room in the queue
+        std::vector<Found> found;
+        size_t stopped = b.files.size();
+        try {
+            stopped = self_check_each(b.files, [&](size_t i, Diagnostic d) { found.push_back({b.first + i, std::move(d)}); });
+        } catch (...) {  // (e.g. no memory) finish() throws it, as the whole check would have
+            std::lock_guard<std::mutex> lock(m_);
+            if (!error_) error_ = std::current_exception();
+            abandon_ = true;
+            cv_.notify_all();
+            return;
+        }
+        std::lock_guard<std::mutex> lock(m_);
+        for (auto& f : found) found_.push_back(std::move(f));
+        if (stopped < b.files.size()) stops_.push_back(b.first + stopped);
+    }
+}
+
+void BatchedSelfCheck::finish(Diagnostics& diags) {
+    if (!background_) {  // all files at once, as before batching
+        std::stable_sort(pending_.begin(), pending_.end(), [](const OutputFile& a, const OutputFile& b) { return a.path < b.path; });
+        self_check_modulefiles(pending_, diags);
+        pending_ = {};
+        return;
+    }
+    if (!pending_.empty()) send_batch();
+    {
+        std::lock_guard<std::mutex> lock(m_);
+        closing_ = true;
+    }
+    cv_.notify_all();
+    if (worker_.joinable()) worker_.join();
+    if (error_) std::rethrow_exception(error_);
+    // Each file's place among all files stably sorted by path; findings go in that order.
+    std::vector<size_t> order(paths_.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return paths_[a] < paths_[b]; });
+    std::vector<size_t> rank(paths_.size());
+    for (size_t r = 0; r < order.size(); ++r) rank[order[r]] = r;
+    std::stable_sort(found_.begin(), found_.end(), [&](const Found& a, const Found& b) { return rank[a.file] < rank[b.file]; });
+    // The whole check would have stopped at the first file (in this order) where a batch's did.
+    size_t last = SIZE_MAX;
+    for (size_t file : stops_) last = std::min(last, rank[file]);
+    for (auto& f : found_) {
+        if (last != SIZE_MAX && rank[f.file] > last) break;
+        diags.add(std::move(f.d));
+    }
+    found_.clear();
+    stops_.clear();
+    paths_.clear();
+}
+
+}  // namespace sitegen

@@ -1,0 +1,61 @@
+// selfcheck_batches: the modulefile self-check run in batches on a background thread while the build renders, its findings as the whole check gives them.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "render/emit.h"
+#include "site/diagnostics.h"
+
+namespace sitegen {
+
+// Takes one site's modulefiles as they are rendered and self-checks them, `batch` at a time,
+// on one background thread (or, when not `background`, all in finish(), in the calling
+// thread). finish() adds the findings to `diags` exactly as self_check_modulefiles would for
+// every file added, stably sorted by path: each file's findings depend on that file alone, so
+// the batches' findings are merged in that order. A few batches wait at most (add() blocks),
+// so memory holds a few batches of modulefiles, not the site's.
+class BatchedSelfCheck {
+public:
+    explicit BatchedSelfCheck(bool background, size_t batch = 256);
+    // Stops the background thread, dropping what is not checked yet (a build that failed).
+    ~BatchedSelfCheck();
+    BatchedSelfCheck(const BatchedSelfCheck&) = delete;
+    BatchedSelfCheck& operator=(const BatchedSelfCheck&) = delete;
+
+    void add(OutputFile modulefile);
+    void finish(Diagnostics& diags);
+
+private:
+    struct Batch {
+        size_t first = 0;  // sequence number of its first file
+        OutputList files;
+    };
+    struct Found {
+        size_t file = 0;  // sequence number
+        Diagnostic d;
+    };
+    void send_batch();
+    void work();
+
+    const bool background_;
+    const size_t batch_size_;
+    OutputList pending_;              // the batch being filled (all files when not background)
+    std::vector<std::string> paths_;  // of every file added, by sequence number
+    std::mutex m_;
+    std::condition_variable cv_;
+    std::deque<Batch> queue_;       // guarded by m_
+    std::vector<Found> found_;      // guarded by m_
+    std::vector<size_t> stops_;     // files after which a batch's check could not go on; guarded by m_
+    std::exception_ptr error_;      // what a batch's check threw; guarded by m_
+    bool closing_ = false, abandon_ = false;
+    std::thread worker_;
+};
+
+}  // namespace sitegen
