@@ -8,8 +8,10 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -613,11 +615,12 @@ Result run_build(FileSystem& fs, const Request& request) {
             for (const std::string& root : {modules_root(sites[s].site), easyconfigs_root(sites[s].site)})
                 if (report.manifest_stats.count(root)) state.manifests[root] = report.manifest_stats[root];
             bool complete = true;
+            state.files.reserve(report.stats.size());
             for (const auto& [id, record] : state.stacks)
                 for (const auto& path : record.files) {
-                    const auto it = report.stats.find(path);
-                    if (it == report.stats.end()) complete = false;
-                    else state.files[path] = it->second;
+                    auto node = report.stats.extract(path);  // (each path is one stack's)
+                    if (node.empty()) complete = false;
+                    else state.files.insert(std::move(node));
                 }
             // The inputs, when check's findings can be repeated exactly (none cut or left out).
             const Loaded& l = sites[s];
@@ -631,12 +634,18 @@ Result run_build(FileSystem& fs, const Request& request) {
                 state.findings = l.findings;
             }
             // Every directory of the roots: a new or removed entry changes its directory's mtime.
-            for (const auto& [path, stat] : state.files)
-                for (auto slash = path.rfind('/'); slash != std::string::npos && slash > 0; slash = path.rfind('/', slash - 1)) {
-                    const std::string dir = path.substr(0, slash);
-                    if (!state.dirs.emplace(dir, FileStat{}).second) break;  // and its parents, already added
-                    if (dir == modules_root(l.site) || dir == easyconfigs_root(l.site)) break;
+            const std::string modules = modules_root(l.site), easyconfigs = easyconfigs_root(l.site);
+            std::unordered_set<std::string_view> dirs;  // views into state.files' keys
+            for (const auto& [path, stat] : state.files) {
+                const std::string_view p(path);
+                for (auto slash = p.rfind('/'); slash != std::string_view::npos && slash > 0; slash = p.rfind('/', slash - 1)) {
+                    const std::string_view dir = p.substr(0, slash);
+                    if (!dirs.insert(dir).second) break;  // and its parents, already added
+                    if (dir == modules || dir == easyconfigs) break;
                 }
+            }
+            state.dirs.reserve(dirs.size());
+            for (const auto dir : dirs) state.dirs.emplace(std::string(dir), FileStat{});
             for (auto& [dir, stat] : state.dirs) {
                 TreeEntry e;
                 if (!fs.entry(under_out(request.out_dir, dir), e) || e.type != TreeEntry::Type::dir) complete = false;
