@@ -382,26 +382,27 @@ bool publish_after_look(FileSystem& fs, const std::string& out, const OutputList
     return publisher.finish(report, diags);
 }
 
-std::string slurp(const std::string& path) {
-    std::string text, error;
-    REQUIRE(read_regular_file(path, text, error, 1 << 20));
-    return text;
+// A whole publish of tree(version) into `out` on the disk, by a build of its own.
+void publish_on_disk(const std::string& out, const std::string& version) {
+    auto fs = make_disk_fs();
+    Diagnostics diags;
+    PublishReport report;
+    REQUIRE(publish(*fs, kRoots, tree(version), {out, false, false}, report, diags));
 }
 
 }  // namespace
 
 TEST_CASE("a look taken before the lock is used when nothing was published since", "[publish]") {
     test::TempDir dir("look");
-    auto fs = make_disk_fs();
     const std::string out = dir.str();
+    publish_on_disk(out, "one");
+    auto fs = make_disk_fs();
     Diagnostics diags;
-    PublishReport first;
-    REQUIRE(publish(*fs, kRoots, tree("one"), {out, false, false}, first, diags));
     PublishReport report;
     REQUIRE(publish_after_look(*fs, out, tree("two"), [] {}, report, diags));
     CHECK_FALSE(diags.has_errors());
     CHECK(report.changed.size() == 3);
-    CHECK(slurp(out + "/modules-out/s/modulefiles/a/1.lua") == "setenv(\"V\", \"two\")\n");
+    CHECK(test::read_file(out + "/modules-out/s/modulefiles/a/1.lua") == "setenv(\"V\", \"two\")\n");
 }
 
 TEST_CASE("a look taken before another build published is not trusted", "[publish]") {
@@ -409,22 +410,15 @@ TEST_CASE("a look taken before another build published is not trusted", "[publis
     // it: trusted, it would link the live files (now "two") into the new tree under the
     // manifest's "one" hashes. begin() sees the roots are other directories and looks again.
     test::TempDir dir("stale-look");
-    auto fs = make_disk_fs();
     const std::string out = dir.str();
+    publish_on_disk(out, "one");
+    auto fs = make_disk_fs();
     Diagnostics diags;
-    PublishReport first;
-    REQUIRE(publish(*fs, kRoots, tree("one"), {out, false, false}, first, diags));
-    const auto other_build = [&] {
-        auto other_fs = make_disk_fs();
-        Diagnostics other;
-        PublishReport r;
-        REQUIRE(publish(*other_fs, kRoots, tree("two"), {out, false, false}, r, other));
-    };
     PublishReport report;
-    REQUIRE(publish_after_look(*fs, out, tree("one"), other_build, report, diags));
+    REQUIRE(publish_after_look(*fs, out, tree("one"), [&] { publish_on_disk(out, "two"); }, report, diags));
     CHECK_FALSE(diags.has_errors());
     CHECK(report.changed.size() == 3);
-    CHECK(slurp(out + "/modules-out/s/modulefiles/a/1.lua") == "setenv(\"V\", \"one\")\n");
-    CHECK(slurp(out + "/modules-out/s/software/a/1/bin/run") == "#!/bin/bash\necho one\n");
-    CHECK(slurp(out + "/easyconfigs-out/s/a/a-1.eb") == "name = 'a'  # one\n");
+    CHECK(test::read_file(out + "/modules-out/s/modulefiles/a/1.lua") == "setenv(\"V\", \"one\")\n");
+    CHECK(test::read_file(out + "/modules-out/s/software/a/1/bin/run") == "#!/bin/bash\necho one\n");
+    CHECK(test::read_file(out + "/easyconfigs-out/s/a/a-1.eb") == "name = 'a'  # one\n");
 }
