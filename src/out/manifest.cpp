@@ -78,21 +78,7 @@ void put_table(std::string& out, const T& object, bool with_stacks) {
 
 }  // namespace
 
-TreeSpec parse_manifest(const std::string& text) {
-    TreeSpec out;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.empty() || line[0] == '#') continue;
-        auto a = line.find(' ');
-        auto b = a == std::string::npos ? a : line.find(' ', a + 1);
-        if (b == std::string::npos) continue;
-        out[line.substr(b + 1)] = {line.substr(0, a), line.substr(a + 1, b - a - 1) == "755" ? 0755u : 0644u};
-    }
-    return out;
-}
-
-TreeIndex index_manifest(const std::string& text) {
+TreeIndex parse_manifest(const std::string& text) {
     TreeIndex out;
     std::string_view rest(text);
     while (!rest.empty()) {

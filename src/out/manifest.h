@@ -21,16 +21,14 @@ struct FileSpec {
     std::string hash;
     unsigned mode = 0644;
 };
-using TreeSpec = std::map<std::string, FileSpec>;
-TreeSpec parse_manifest(const std::string& text);
-// The same, hashed: what publish looks paths up in (tens of thousands of long, shared-prefix
-// paths are costly to compare in order).
+// A tree's files by path, hashed (tens of thousands of long, shared-prefix paths are costly
+// to compare in order; the manifest text is sorted when written).
 struct PathHash {  // looks up a std::string key by std::string_view too
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 using TreeIndex = std::unordered_map<std::string, FileSpec, PathHash, std::equal_to<>>;
-TreeIndex index_manifest(const std::string& text);
+TreeIndex parse_manifest(const std::string& text);
 
 // What a file looked like when sitegen last published it. Equal stat = not touched since
 // (an edit changes the mtime, an editor's write-and-rename the inode), so its hash in the

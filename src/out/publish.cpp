@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <set>
 #include <sstream>
 #include <string_view>
 #include <unordered_map>
@@ -44,20 +43,11 @@ std::string octal(unsigned mode) {
 
 // A tree as a fresh build leaves it: each file's hash and mode, by path relative to the root
 // (the manifest included); directories are the files' parents, each with mode 0755.
-// (FileSpec, TreeSpec and parse_manifest: out/manifest.h)
+// (FileSpec, TreeIndex and parse_manifest: out/manifest.h)
 
-std::set<std::string> parent_dirs(const TreeSpec& spec) {
-    std::set<std::string> out;
-    for (const auto& [rel, f] : spec)
-        for (auto slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1))
-            out.insert(rel.substr(0, slash));
-    return out;
-}
-
-// The same for a hashed tree, as views into its keys (which must outlive the set): each
-// path's parents from the nearest up, stopping at one already known (so are its parents).
-template <typename Tree>
-std::unordered_set<std::string_view> parent_dir_views(const Tree& tree) {
+// The parent directories of a tree's files, as views into its keys (which must outlive the
+// set): each path's parents from the nearest up, stopping at one already known (so are its parents).
+std::unordered_set<std::string_view> parent_dir_views(const TreeIndex& tree) {
     std::unordered_set<std::string_view> out;
     out.reserve(tree.size());
     for (const auto& [rel, f] : tree) {
@@ -88,10 +78,10 @@ std::string hash_of(FileSystem& fs, const std::string& path) {
 // True when `live` is exactly the tree `spec` describes: a directory (0755) holding exactly
 // these regular files with these hashes and modes, their parent directories (0755) and
 // nothing else (no other file, directory, symlink, FIFO or socket).
-bool tree_matches(FileSystem& fs, const std::string& live, const TreeSpec& spec) {
+bool tree_matches(FileSystem& fs, const std::string& live, const TreeIndex& spec) {
     TreeEntry root;
     if (!fs.entry(live, root) || root.type != TreeEntry::Type::dir || root.mode != kDirMode) return false;
-    const std::set<std::string> dirs = parent_dirs(spec);
+    const auto dirs = parent_dir_views(spec);
     size_t files = 0;
     for (const TreeEntry& e : fs.scan(live)) {
         if (e.type == TreeEntry::Type::dir) {
@@ -113,13 +103,7 @@ bool swap_in(FileSystem& fs, const std::string& staged, const std::string& live,
     return fs.entry(live, existing) ? fs.exchange(staged, live, error) : fs.rename(staged, live, error);
 }
 
-// The manifest of the files of `spec` (which must not list the manifest itself).
-std::string manifest_of(const TreeSpec& spec) {
-    std::string out = "# sitegen manifest v1: sha256, mode, path relative to this directory\n";
-    for (const auto& [rel, f] : spec) out += f.hash + (f.mode == 0755u ? " 755 " : " 644 ") + rel + "\n";
-    return out;
-}
-
+// The manifest of the files of `index` (which must not list the manifest itself), sorted by path.
 std::string manifest_of(const TreeIndex& index) {
     std::vector<const TreeIndex::value_type*> sorted;
     sorted.reserve(index.size());
@@ -143,10 +127,10 @@ std::string manifest_of(const TreeIndex& index) {
 }  // namespace
 
 std::string manifest_text(const std::vector<const OutputFile*>& files_in_root, const std::string& root) {
-    TreeSpec spec;
+    TreeIndex index;
     for (const OutputFile* f : files_in_root)
-        spec[f->path.substr(root.size() + 1)] = {sha256_hex(f->contents), f->executable ? 0755u : 0644u};
-    return manifest_of(spec);
+        index[f->path.substr(root.size() + 1)] = {sha256_hex(f->contents), f->executable ? 0755u : 0644u};
+    return manifest_of(index);
 }
 
 bool recover_interrupted_publish(FileSystem& fs, const std::string& out_dir, Diagnostics& diags) {
@@ -163,7 +147,7 @@ bool recover_interrupted_publish(FileSystem& fs, const std::string& out_dir, Dia
         const std::string live_manifest = read_manifest(fs, live);
         bool done = sha256_hex(live_manifest) == hash;
         if (done) {
-            TreeSpec spec = parse_manifest(live_manifest);
+            TreeIndex spec = parse_manifest(live_manifest);
             spec[kManifestName] = {hash, 0644};
             done = tree_matches(fs, live, spec);
         }
@@ -246,7 +230,7 @@ bool Publisher::as_last_built(const std::string& path, KeptFile& out) const {
 
 // Whether two looks at one path saw the same: absent both times, or the same type, mode,
 // inode and mtime (a publish swaps whole roots, so a root or spare it touched is another inode).
-bool same_look(bool a_exists, const TreeEntry& a, bool b_exists, const TreeEntry& b) {
+static bool same_look(bool a_exists, const TreeEntry& a, bool b_exists, const TreeEntry& b) {
     if (a_exists != b_exists) return false;
     return !a_exists || (a.type == b.type && a.mode == b.mode && a.ino == b.ino && a.mtime_ns == b.mtime_ns);
 }
@@ -262,7 +246,7 @@ void Publisher::look() {
         r.staged = join(out, staging_of(root));
         r.manifest_exists = fs_.entry(r.live + "/" + kManifestName, r.manifest_top);
         r.old_text = read_manifest(fs_, r.live);
-        r.old = index_manifest(r.old_text);
+        r.old = parse_manifest(r.old_text);
         r.exists = fs_.entry(r.live, r.top);
         if (r.exists && r.top.type == TreeEntry::Type::dir) r.entries = fs_.scan(r.live);
         r.live_files.reserve(r.entries.size());
