@@ -89,6 +89,16 @@ struct Loaded {
     std::vector<std::string> rule_dirs;
     std::vector<Diagnostic> findings;
     bool findings_complete = false;  // every finding of this site is in `findings`, none clipped
+    // A build runs the Lua rules on a thread of their own (their sandbox is a child process the
+    // thread waits for) while it goes on rendering; join_checks() ends them before publishing.
+    struct PendingChecks {
+        Diagnostics before, rules, hooks;  // load and check's findings; the rules'; the hooks'
+        bool rules_run = false, hooks_run = false;
+        std::thread thread;
+        std::exception_ptr failed;
+        ~PendingChecks() { if (thread.joinable()) thread.join(); }
+    };
+    std::unique_ptr<PendingChecks> pending;
 };
 
 // The directories whose *.lua files a site's build runs: sitegen's rules, --rules DIRs, and
@@ -103,39 +113,99 @@ std::vector<std::string> rule_dirs_of(FileSystem& fs, const Request& request, co
     return dirs;
 }
 
-// Load + check every site; all findings of all sites are reported in one run.
+// What loading a site read (for the build state).
+void record_inputs(RecordingFs& inputs, const Request& request, Loaded& l) {
+    // The rule and hook files are inputs too (their sandboxes read them): asked through the
+    // recorder, so an up-to-date build compares their bytes as well.
+    l.rule_dirs = rule_dirs_of(inputs, request, l.site);
+    for (const auto& file : rule_files(l.rule_dirs)) {
+        std::string text, error;
+        inputs.read(file, text, error, kMaxInputFileBytes);
+    }
+    l.queries = inputs.queries();
+    l.answers = inputs.answers();
+}
+
+// What check found for a site (for the build state: an up-to-date build repeats it).
+void record_findings(Loaded& l, const Diagnostics& site_diags) {
+    l.findings = site_diags.all();
+    l.findings_complete =
+        site_diags.error_count() + site_diags.warning_count() + site_diags.note_count() == l.findings.size();
+}
+
+// Load + check every site; all findings of all sites are reported in one run. Each site's
+// checks run in order, each only on a site the ones before it passed: load, check, the Lua
+// rules (they read a schema-valid site; on a broken one they would only add noise), the hooks
+// (they add to the plan of a site that passed every check, so check reports them too).
+// With `rules_later` the rules of a site that loads without errors run on a thread while the
+// rest goes on (the hooks run meanwhile, their findings kept only if the rules pass):
+// join_checks() adds their findings to `diags` in that same order.
 bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>& sites,
-                    Diagnostics& diags) {
-    std::vector<std::string> names;
-    for (const auto& name : request.sites) names.push_back(name);
-    for (const auto& name : names) {
-        Loaded l{name, {}};
-        size_t before = diags.error_count();
-        const size_t findings_before = diags.all().size();
-        const size_t counted_before = diags.error_count() + diags.warning_count() + diags.note_count();
+                    Diagnostics& diags, bool rules_later = false) {
+    sites.reserve(sites.size() + request.sites.size());  // the rules' threads read sites in place
+    for (const auto& name : request.sites) {
+        Loaded& l = sites.emplace_back();
+        l.name = name;
+        Diagnostics site_diags(diags.cap());
         RecordingFs inputs(fs);
-        if (load_site(inputs, request.sites_dir, name, l.site, diags) || diags.error_count() == before) {
-            check_site(l.site, name, diags);
-            // Lua rules read a schema-valid site; on a broken one they would only add noise.
-            if (diags.error_count() == before) run_rules(l.site, request.rule_dirs, diags);
-            // Hooks add to the plan of a site that passed every check (so check reports them too).
-            if (diags.error_count() == before) l.hooks = run_hooks(l.site, diags);
+        if (load_site(inputs, request.sites_dir, name, l.site, site_diags) || !site_diags.has_errors()) {
+            if (rules_later && !site_diags.has_errors()) {
+                l.pending = std::make_unique<Loaded::PendingChecks>();
+                Loaded::PendingChecks& p = *l.pending;
+                p.rules = Diagnostics(diags.cap());
+                p.hooks = Diagnostics(diags.cap());
+                p.rules_run = true;
+                p.thread = std::thread([&l, &p, &request] {
+                    try {
+                        run_rules(l.site, request.rule_dirs, p.rules);
+                    } catch (...) {
+                        p.failed = std::current_exception();
+                    }
+                });
+                check_site(l.site, name, site_diags);
+                if (!site_diags.has_errors()) {
+                    p.hooks_run = true;
+                    l.hooks = run_hooks(l.site, p.hooks);
+                } else {
+                    p.thread.join();  // a site check refused: its rules' findings are not wanted
+                    if (p.failed) std::rethrow_exception(p.failed);
+                    l.pending.reset();
+                }
+            } else {
+                check_site(l.site, name, site_diags);
+                if (!site_diags.has_errors()) run_rules(l.site, request.rule_dirs, site_diags);
+                if (!site_diags.has_errors()) l.hooks = run_hooks(l.site, site_diags);
+            }
         }
-        // The rule and hook files are inputs too (their sandboxes read them): asked through
-        // the recorder, so an up-to-date build compares their bytes as well.
-        l.rule_dirs = rule_dirs_of(inputs, request, l.site);
-        for (const auto& file : rule_files(l.rule_dirs)) {
-            std::string text, error;
-            inputs.read(file, text, error, kMaxInputFileBytes);
+        record_inputs(inputs, request, l);
+        if (l.pending) {
+            l.pending->before = std::move(site_diags);
+        } else {
+            record_findings(l, site_diags);
+            diags.append(site_diags);
         }
-        l.queries = inputs.queries();
-        l.answers = inputs.answers();
-        l.findings.assign(diags.all().begin() + static_cast<std::ptrdiff_t>(findings_before), diags.all().end());
-        l.findings_complete =
-            diags.error_count() + diags.warning_count() + diags.note_count() - counted_before == l.findings.size();
-        sites.push_back(std::move(l));
     }
     return !diags.has_errors();
+}
+
+// Ends the checks load_and_check left running and adds every site's findings to `diags`,
+// site by site, as a run without `rules_later` would have.
+void join_checks(std::vector<Loaded>& sites, Diagnostics& diags) {
+    std::exception_ptr failed;
+    for (Loaded& l : sites) {
+        if (!l.pending) continue;
+        Loaded::PendingChecks& p = *l.pending;
+        if (p.thread.joinable()) p.thread.join();
+        if (p.failed && !failed) failed = p.failed;
+        Diagnostics& site_diags = p.before;
+        if (!site_diags.has_errors() && p.rules_run) site_diags.append(p.rules);
+        if (!site_diags.has_errors() && p.hooks_run) site_diags.append(p.hooks);
+        else l.hooks.clear();
+        record_findings(l, site_diags);
+        diags.append(site_diags);
+        l.pending.reset();
+    }
+    if (failed) std::rethrow_exception(failed);
 }
 
 // Resolves the requested site names (usage errors go to `result`), then loads and checks
@@ -340,6 +410,20 @@ std::vector<KeptFile> reusable(const Publisher& publisher, const BuildState& sta
     return kept;
 }
 
+// For each stack of a site, its files when it need not be rendered (reusable), else none.
+// Two stacks with one name render both, so the clash is reported.
+std::vector<std::vector<KeptFile>> kept_stacks(const Publisher& publisher, const BuildState& state, const Site& site,
+                                               const std::vector<std::string>& keys) {
+    std::unordered_map<std::string, int> ids;
+    for (const Stack& stack : site.stacks) ++ids[stack.module_full_name()];
+    std::vector<std::vector<KeptFile>> kept(site.stacks.size());
+    for (size_t i = 0; i < site.stacks.size(); ++i) {
+        const std::string id = site.stacks[i].module_full_name();
+        if (ids[id] == 1) kept[i] = reusable(publisher, state, id, keys[i]);
+    }
+    return kept;
+}
+
 }  // namespace
 
 // One stack's outputs: its plan is computed once, rendered by every format, then dropped,
@@ -492,15 +576,20 @@ Result run_build(FileSystem& fs, const Request& request) {
             std::thread& t;
             ~Join() { if (t.joinable()) t.join(); }
         } join{preparing};
-        load_and_check(fs, resolved, sites, diags);
+        load_and_check(fs, resolved, sites, diags, overlap);
         if (preparing.joinable()) preparing.join();
         if (failed) std::rethrow_exception(failed);
     }
-    if (diags.has_errors()) {
+    // Every site's findings, the rules' too, before saying why nothing is written.
+    const auto refuse_site_errors = [&] {
         result.err += render_all(diags, reader_for(fs));
         result.err += "sitegen: nothing written\n";
         result.exit_code = kExitSiteErrors;
         return result;
+    };
+    if (diags.has_errors()) {
+        join_checks(sites, diags);
+        return refuse_site_errors();
     }
     if (!overlap) prepare_publish();
 
@@ -509,6 +598,7 @@ Result run_build(FileSystem& fs, const Request& request) {
     struct Prepared {
         PlanOptions options;
         std::vector<std::string> keys;  // each stack's build key
+        std::vector<std::vector<KeptFile>> kept;  // each stack's files when it is not rendered
     };
     std::vector<Prepared> prepared(sites.size());
     for (size_t s = 0; s < sites.size(); ++s) {
@@ -517,10 +607,13 @@ Result run_build(FileSystem& fs, const Request& request) {
         p.options.prefix = request.prefix ? *request.prefix : l.site.site.install_prefix;
         p.options.hooks = l.hooks;
         p.keys = stack_keys(fs, l, p.options);
+        p.kept = kept_stacks(publisher, last[s], l.site, p.keys);
     }
-    // Each stack's files are handed to the publisher as they are rendered (it stages them in
-    // the spare trees and keeps their hashes), so the build holds one stack's output at a time,
-    // plus the modulefiles for the self-check.
+    const unsigned looks = publisher.looks();
+    // The rules ran meanwhile: nothing is written (begin locks and prepares the spare) for a
+    // site they refuse.
+    join_checks(sites, diags);
+    if (diags.has_errors()) return refuse_site_errors();
     PublishReport& report = working->report;
     if (!publisher.begin(diags)) {
         result.err += render_all(diags, reader_for(fs));
@@ -528,12 +621,16 @@ Result run_build(FileSystem& fs, const Request& request) {
         result.exit_code = kExitIo;
         return result;
     }
+    // A look taken again (the tree changed since the first) may keep fewer stacks.
+    if (publisher.looks() != looks)
+        for (size_t s = 0; s < sites.size(); ++s)
+            prepared[s].kept = kept_stacks(publisher, last[s], sites[s].site, prepared[s].keys);
+    // Each stack's files are handed to the publisher as they are rendered (it stages them in
+    // the spare trees and keeps their hashes), so the build holds one stack's output at a time,
+    // plus the modulefiles for the self-check.
     for (size_t s = 0; s < sites.size() && !diags.has_errors(); ++s) {
         const Loaded& l = sites[s];
-        const Prepared& p = prepared[s];
-        const BuildState& last_state = last[s];
-        std::map<std::string, int> ids;
-        for (const Stack& stack : l.site.stacks) ++ids[stack.module_full_name()];
+        Prepared& p = prepared[s];
         // Stacks render on worker threads and come back here in stack order, hashed, to be
         // staged; the self-check runs on batches of modulefiles meanwhile (render_threads()
         // == 1: one after the other in this thread, as before).
@@ -541,17 +638,8 @@ Result run_build(FileSystem& fs, const Request& request) {
         BatchedSelfCheck self_check(threads > 1);  // what the self-check runs
         std::vector<std::string> paths;
         try {
-            std::map<size_t, std::vector<KeptFile>> kept_of;  // of the stacks looked at, not yet delivered
             StackSteps steps;
-            steps.wanted = [&](size_t i) {
-                const std::string id = l.site.stacks[i].module_full_name();
-                // Two stacks with one name render both, so the clash below is reported.
-                std::vector<KeptFile> kept = ids[id] == 1 ? reusable(publisher, last_state, id, p.keys[i])
-                                                          : std::vector<KeptFile>{};
-                if (kept.empty()) return true;
-                kept_of[i] = std::move(kept);
-                return false;
-            };
+            steps.wanted = [&](size_t i) { return p.kept[i].empty(); };
             steps.render = [&](size_t i, OutputList& part) { emit_stack(l.site, l.site.stacks[i], p.options, part); };
             steps.deliver = [&](size_t i, RenderedStack* rendered) {
                 const std::string id = l.site.stacks[i].module_full_name();
@@ -559,12 +647,12 @@ Result run_build(FileSystem& fs, const Request& request) {
                 record = {p.keys[i], true, {}};
                 if (!rendered) {
                     record.rebuilt = false;
-                    for (const auto& k : kept_of[i]) {
+                    for (const auto& k : p.kept[i]) {
                         record.files.push_back(k.path);
                         paths.push_back(k.path);
                         publisher.add_kept(k, diags);
                     }
-                    kept_of.erase(i);
+                    p.kept[i] = {};
                     return;
                 }
                 for (size_t j = 0; j < rendered->files.size(); ++j) {

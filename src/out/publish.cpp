@@ -276,6 +276,7 @@ void Publisher::look() {
             r.spare = fs_.scan(r.staged, false);  // files: path and inode are enough
     }
     looked_ = true;
+    ++looks_;
 }
 
 bool Publisher::looked_still_holds() {

@@ -85,6 +85,8 @@ public:
     void discard();
 
     bool io_error() const { return io_error_; }
+    // How many looks were taken (begin() takes another when the earlier one no longer holds).
+    unsigned looks() const { return looks_; }
     size_t files() const { return files_; }
 
 private:
@@ -100,6 +102,7 @@ private:
     std::vector<Root> state_;
     std::unordered_map<std::string, FileStat> written_;  // stats of the files written into spares
     size_t files_ = 0;
+    unsigned looks_ = 0;
     bool looked_ = false, begun_ = false, failed_ = false, io_error_ = false;
 };
 

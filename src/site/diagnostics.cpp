@@ -140,6 +140,14 @@ void Diagnostics::add(Diagnostic d) {
     items_.push_back(std::move(d));
 }
 
+void Diagnostics::append(const Diagnostics& later) {
+    for (const auto& d : later.items_) add(d);
+    // (Beyond `cap` of a severity there, beyond `cap` here: counted, not kept.)
+    error_count_ += later.error_count_ - later.kept_[severity_index(Severity::error)];
+    warning_count_ += later.warning_count_ - later.kept_[severity_index(Severity::warning)];
+    note_count_ += later.note_count_ - later.kept_[severity_index(Severity::note)];
+}
+
 std::vector<Diagnostic> Diagnostics::sorted() const {
     std::vector<Diagnostic> out;
     for (Severity s : {Severity::error, Severity::warning, Severity::note})

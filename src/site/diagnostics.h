@@ -31,6 +31,9 @@ public:
     void error(const SourceRegion& where, std::string message, std::string hint = {});
     void warning(const SourceRegion& where, std::string message, std::string hint = {});
     void add(Diagnostic d);
+    // Adds the findings `later` collected (with the same cap) after these, as if each had been
+    // added here in turn: its kept ones are added, the ones it only counted are counted.
+    void append(const Diagnostics& later);
 
     bool has_errors() const { return error_count_ > 0; }
     size_t error_count() const { return error_count_; }

@@ -84,6 +84,29 @@ TEST_CASE("a flood of findings keeps at most `cap` of each severity in memory, a
     CHECK_THAT(big.all()[0].message, Catch::Matchers::EndsWith("... (cut: 1048578 bytes in all)"));
 }
 
+TEST_CASE("findings collected apart and appended equal the same findings added in turn", "[diagnostics]") {
+    // (A build collects a site's rule findings on a thread of their own and appends them.)
+    const auto fill = [](Diagnostics& d, int from, int warnings, int errors) {
+        for (int i = 0; i < warnings; ++i) add(d, Severity::warning, from + i, "w" + std::to_string(from + i));
+        for (int i = 0; i < errors; ++i) add(d, Severity::error, from + 100 + i, "e" + std::to_string(from + i));
+        add(d, Severity::note, from + 200, "n" + std::to_string(from));
+    };
+    for (const auto& [first_warnings, later_warnings] : {std::pair{2, 3}, {3, 4}, {5, 2}, {7, 9}}) {
+        Diagnostics in_turn(4), first(4), later(4);
+        fill(in_turn, 1000, first_warnings, 1);
+        fill(in_turn, 2000, later_warnings, 2);
+        fill(first, 1000, first_warnings, 1);
+        fill(later, 2000, later_warnings, 2);
+        first.append(later);
+        CHECK(first.error_count() == in_turn.error_count());
+        CHECK(first.warning_count() == in_turn.warning_count());
+        CHECK(first.note_count() == in_turn.note_count());
+        REQUIRE(first.all().size() == in_turn.all().size());
+        for (size_t i = 0; i < first.all().size(); ++i) CHECK(first.all()[i].message == in_turn.all()[i].message);
+        CHECK(render_all(first, {}) == render_all(in_turn, {}));
+    }
+}
+
 TEST_CASE("printable() escapes what could break, recolour or reorder a line", "[diagnostics]") {
     CHECK(printable("plain text: 'x' = \"y\" \\ ok") == "plain text: 'x' = \"y\" \\ ok");
     CHECK(printable("caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x99\x82") == "caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x99\x82");  // UTF-8 stays

@@ -183,6 +183,33 @@ broken "an escape sequence in a message" 'out.module.message("\27]0;title\7")' \
 broken "a shell assignment as program" 'out.job.run{"PATH=/tmp", "id"}' \
   "out.job.run: the program must be a name or a path, without '=' and not starting with '-'"
 broken "no file access" 'io.open("/etc/passwd")' "io.open is not available in the sandbox (no file access)"
+
+# ---- a build runs a site's rules beside its hooks (SITEGEN_THREADS=1: one after the other) ----
+# Same findings either way: a rule's and a hook file's warnings both reported; a rule's error
+# drops the hooks' findings (hooks run only on a site every rule passed) and writes nothing.
+# ordered NAME RULE EXIT: a site with a hook file that warns and a rules dir holding RULE.
+ordered() {
+  local name=$1 rule=$2 want=$3 dir threads rc
+  dir=$SCRATCH/ordered-${name// /-}
+  mkdir -p "$dir/sites/b/hooks" "$dir/rules"
+  sed 's/^name = "local"/name = "b"/' "$root/sites/local/site.toml" >"$dir/sites/b/site.toml"
+  printf -- '-- defines none\n' >"$dir/sites/b/hooks/none.lua"
+  printf -- '-- ordered\nrule { name = "r", check = function(site) %s end }\n' "$rule" >"$dir/rules/r.lua"
+  for threads in 1 4; do
+    rc=0
+    (cd "$dir" && SITEGEN_THREADS=$threads "$sitegen" --out-dir "out-$threads" build b --rules rules \
+      >"$dir/out-$threads.log" 2>"$dir/err-$threads") || rc=$?
+    check_eq "$name: exit code with $threads threads" "$want" "$rc"
+  done
+  check_eq "$name: the same findings with and without the rules on a thread" "$(cat "$dir/err-1")" "$(cat "$dir/err-4")"
+  check_contains "$name: the rule's finding" "[rule r]" "$(cat "$dir/err-4")"
+}
+ordered "rule warns" 'warn_at("site", "the rule warns")' 0
+check_contains "rule warns: the hook file's finding" "hook file defines no hooks" "$(cat "$SCRATCH/ordered-rule-warns/err-4")"
+ordered "rule refuses" 'error_at("site", "the rule refuses")' 1
+if grep -q "hook file defines no hooks" "$SCRATCH/ordered-rule-refuses/err-4"; then fail "rule refuses: a hook finding was reported"; else pass; fi
+check_contains "rule refuses: nothing written" "sitegen: nothing written" "$(cat "$SCRATCH/ordered-rule-refuses/err-4")"
+if [[ -e $SCRATCH/ordered-rule-refuses/out-4 ]]; then fail "rule refuses: an output tree was written"; else pass; fi
 # The example of docs/hooks.md, as written there, passes check on the local site.
 mkdir -p "$SCRATCH/doc/sites/local/hooks"
 cp "$root/sites/local/site.toml" "$SCRATCH/doc/sites/local/"
