@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string_view>
 #include <unordered_map>
@@ -47,7 +48,8 @@ std::string octal(unsigned mode) {
 
 // The parent directories of a tree's files, as views into its keys (which must outlive the
 // set): each path's parents from the nearest up, stopping at one already known (so are its parents).
-std::unordered_set<std::string_view> parent_dir_views(const TreeIndex& tree) {
+template <typename Tree>
+std::unordered_set<std::string_view> parent_dir_views(const Tree& tree) {
     std::unordered_set<std::string_view> out;
     out.reserve(tree.size());
     for (const auto& [rel, f] : tree) {
@@ -103,9 +105,11 @@ bool swap_in(FileSystem& fs, const std::string& staged, const std::string& live,
     return fs.entry(live, existing) ? fs.exchange(staged, live, error) : fs.rename(staged, live, error);
 }
 
-// The manifest of the files of `index` (which must not list the manifest itself), sorted by path.
-std::string manifest_of(const TreeIndex& index) {
-    std::vector<const TreeIndex::value_type*> sorted;
+// The manifest of the files of `index` (a TreeIndex, or a map of values derived from FileSpec,
+// which must not list the manifest itself), sorted by path.
+template <typename Index>
+std::string manifest_of(const Index& index) {
+    std::vector<const typename Index::value_type*> sorted;
     sorted.reserve(index.size());
     size_t bytes = 80;
     for (const auto& row : index) {
@@ -184,11 +188,19 @@ struct Publisher::Root {
     struct Live {
         const TreeEntry* entry = nullptr;
         std::string hash;
-        bool known = false;  // its stat is the last build's: untouched since
+        bool known = false;              // its stat is the last build's: untouched since
+        const FileSpec* was = nullptr;   // its line in the live manifest, if any
     };
     std::unordered_map<std::string_view, Live> live_files;  // keys: views into `entries`
-    TreeIndex fresh;                        // the new tree (without the manifest)
-    std::unordered_set<std::string> kept;  // fresh files the caller did not render (must be present)
+    std::vector<const Live*> live_of;  // by index into `entries` (regular files but the manifest)
+    // A file of the new tree, and what finish() learns about it while it compares the trees
+    // (flags, not sets of its paths: a root has tens of thousands).
+    struct Wanted : FileSpec {
+        bool kept = false;      // the caller did not render it: it must be on the live tree as wanted
+        bool present = false;   // on the live tree exactly as a fresh build writes it
+        bool occupied = false;  // something other than a directory is at its path on the live tree
+    };
+    std::unordered_map<std::string, Wanted, PathHash, std::equal_to<>> fresh;  // the new tree (without the manifest)
     // The spare: regular files by inode, and directories, as begin() found them.
     std::vector<TreeEntry> spare;  // as scanned: the keys below are views into it
     std::unordered_map<std::string_view, unsigned long long> spare_files;
@@ -250,12 +262,15 @@ void Publisher::look() {
         r.exists = fs_.entry(r.live, r.top);
         if (r.exists && r.top.type == TreeEntry::Type::dir) r.entries = fs_.scan(r.live);
         r.live_files.reserve(r.entries.size());
+        r.live_of.assign(r.entries.size(), nullptr);
         std::string known_path = join(root, "");
         const size_t prefix = known_path.size();
-        for (const TreeEntry& e : r.entries) {
+        for (size_t i = 0; i < r.entries.size(); ++i) {
+            const TreeEntry& e = r.entries[i];
             if (e.type != TreeEntry::Type::file || e.path == kManifestName) continue;
             Root::Live live{&e, {}, false};
             const auto was = r.old.find(e.path);
+            if (was != r.old.end()) live.was = &was->second;
             if (options_.known && was != r.old.end()) {
                 known_path.resize(prefix);
                 known_path += e.path;
@@ -266,7 +281,7 @@ void Publisher::look() {
                 }
             }
             if (live.hash.empty()) live.hash = hash_of(fs_, r.live + "/" + e.path);
-            r.live_files.emplace(e.path, std::move(live));
+            r.live_of[i] = &r.live_files.emplace(e.path, std::move(live)).first->second;
         }
         if (options_.dry_run) continue;
         // The spare is reused when it is a directory whose directories are all 0755 (a fresh
@@ -376,7 +391,9 @@ bool Publisher::add(const OutputFile& f, std::string hash, Diagnostics& diags) {
         return false;
     }
     const std::string rel = f.path.substr(r->root.size() + 1);
-    const FileSpec& want = r->fresh[rel] = {std::move(hash), f.executable ? 0755u : 0644u};
+    Root::Wanted& want = r->fresh[rel];
+    want.hash = std::move(hash);
+    want.mode = f.executable ? 0755u : 0644u;
     ++files_;
     if (options_.dry_run || failed_) return true;
     std::string error;
@@ -395,8 +412,10 @@ bool Publisher::add_kept(const KeptFile& k, Diagnostics& diags) {
         return false;
     }
     const std::string rel = k.path.substr(r->root.size() + 1);
-    const FileSpec& want = r->fresh[rel] = {k.hash, k.executable ? 0755u : 0644u};
-    r->kept.insert(rel);
+    Root::Wanted& want = r->fresh[rel];
+    want.hash = k.hash;
+    want.mode = k.executable ? 0755u : 0644u;
+    want.kept = true;
     ++files_;
     // A kept file not on the live tree as wanted is reported by finish().
     if (options_.dry_run || failed_ || !r->live_files.count(rel)) return true;
@@ -428,12 +447,14 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
     for (Root& r : state_) {
         const std::string& root = r.root;
         const std::string& live = r.live;
-        TreeIndex& fresh = r.fresh;
+        auto& fresh = r.fresh;
         const TreeIndex& old = r.old;
         manifests[root] = manifest_of(fresh);
         // The manifest is compared by its bytes below; its hash is needed only for the journal.
-        fresh[kManifestName] = {"", 0644};
-        const auto fresh_dirs = parent_dir_views(fresh), old_dirs = parent_dir_views(old);
+        Root::Wanted& own_manifest = fresh[kManifestName];
+        own_manifest.mode = 0644;
+        const auto fresh_dirs = parent_dir_views(fresh);
+        std::optional<std::unordered_set<std::string_view>> old_dirs;  // made when a live directory is not a fresh one
         bool differs = false;
         // Anything sitegen would overwrite or remove that is not as sitegen wrote it is a hand
         // edit: refused, or with --force a warning. Either way a fresh tree replaces it whole.
@@ -444,88 +465,85 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
             else
                 diags.error(at, why, "keep your change in the site definition, or rerun with --force to overwrite it");
         };
-        // Views into the scanned entries' paths:
-        std::unordered_set<std::string_view> present;   // fresh files on disk exactly as a fresh build writes them
-        std::unordered_set<std::string_view> occupied;  // paths with something other than a directory on them
-        present.reserve(fresh.size());
-        occupied.reserve(r.entries.size());
         if (r.exists && r.top.type != TreeEntry::Type::dir) {
             hand_edit("", std::string("is ") + r.top.what + ", not a directory written by sitegen");
             differs = true;
         } else if (r.exists && r.top.mode != kDirMode) {
             differs = true;  // a fresh tree's directories are 0755
         }
-        for (const TreeEntry& e : r.entries) {
-            const std::string shown = join(root, e.path);
-            const auto was = old.find(e.path);
-            const auto want = fresh.find(e.path);
-            const bool own = e.path == kManifestName;
+        report.stats.reserve(report.stats.size() + fresh.size());
+        for (size_t i = 0; i < r.entries.size(); ++i) {
+            const TreeEntry& e = r.entries[i];
             if (e.type == TreeEntry::Type::dir) {
                 if (!fresh_dirs.count(e.path)) {
-                    if (!old_dirs.count(e.path)) hand_edit(e.path, "directory was not created by sitegen");
+                    if (!old_dirs) old_dirs = parent_dir_views(old);
+                    if (!old_dirs->count(e.path)) hand_edit(e.path, "directory was not created by sitegen");
                     differs = true;
                 } else if (e.mode != kDirMode) {
                     differs = true;
                 }
                 continue;
             }
-            occupied.insert(e.path);
+            const auto want = fresh.find(e.path);
+            if (want != fresh.end()) want->second.occupied = true;
+            const bool own = e.path == kManifestName;
             if (e.type != TreeEntry::Type::file) {
-                if (own || was != old.end())
+                if (own || old.count(e.path))
                     hand_edit(e.path, std::string("file was replaced by ") + e.what + " since sitegen wrote it");
                 else
                     hand_edit(e.path, std::string("file is ") + e.what + " that was not written by sitegen");
-                if (!own) (want != fresh.end() ? report.changed : report.removed).push_back(shown);
+                if (!own) (want != fresh.end() ? report.changed : report.removed).push_back(join(root, e.path));
                 differs = true;
                 continue;
             }
             if (own) {
                 if (r.old_text == manifests[root] && e.mode == 0644) {
-                    present.insert(e.path);
+                    own_manifest.present = true;
                     report.manifest_stats[root] = stat_of(e);
                 } else {
                     differs = true;
                 }
                 continue;
             }
-            const std::string& hash = r.live_files.at(e.path).hash;
-            if (was == old.end())
+            const Root::Live& live_file = *r.live_of[i];
+            const std::string& hash = live_file.hash;
+            const FileSpec* was = live_file.was;
+            if (!was)
                 hand_edit(e.path, "file was not written by sitegen");
-            else if (was->second.hash != hash)
+            else if (was->hash != hash)
                 hand_edit(e.path, "file was edited by hand since sitegen wrote it");
-            else if (was->second.mode != e.mode)
+            else if (was->mode != e.mode)
                 hand_edit(e.path, "file mode was changed by hand since sitegen wrote it (" + octal(e.mode) +
-                                      ", sitegen wrote " + octal(was->second.mode) + ")");
+                                      ", sitegen wrote " + octal(was->mode) + ")");
             if (want == fresh.end()) {
-                report.removed.push_back(shown);
+                report.removed.push_back(join(root, e.path));
                 differs = true;
             } else if (want->second.hash == hash && want->second.mode == e.mode) {
-                present.insert(e.path);
+                want->second.present = true;
                 ++report.unchanged;
-                report.stats[shown] = stat_of(e);
+                report.stats.emplace(join(root, e.path), stat_of(e));
             } else {
-                report.changed.push_back(shown);
+                report.changed.push_back(join(root, e.path));
                 differs = true;
             }
         }
-        std::vector<std::string_view> added;
-        for (const auto& [rel, spec] : fresh) {
-            if (rel == kManifestName || present.count(rel)) continue;
+        // Fresh files not on the live tree as wanted: added (unless something else is at their
+        // path: changed, above); a kept one stays another name of the live file, so it must be
+        // there as the caller saw it (it can only be missing when changed during this build).
+        std::vector<std::string_view> added, gone;
+        for (const auto& [rel, want] : fresh) {
+            if (want.present || &want == &own_manifest) continue;
             differs = true;
-            if (!occupied.count(rel)) added.push_back(rel);
+            if (!want.occupied) added.push_back(rel);
+            if (want.kept) gone.push_back(rel);
         }
         std::sort(added.begin(), added.end());  // in the tree's order
         for (const auto rel : added) report.added.push_back(join(root, std::string(rel)));
-        // A kept file stays another name of the live file: it must be there as the caller saw
-        // it (it can only be missing when changed during this build).
-        std::vector<std::string_view> gone;
-        for (const auto& rel : r.kept)
-            if (!present.count(rel)) gone.push_back(rel);
         std::sort(gone.begin(), gone.end());
         for (const auto rel : gone)
             diags.error({join(out, join(root, std::string(rel))), 0, 0}, "output changed while sitegen was building",
                         "run the build again");
-        if (!present.count(kManifestName)) differs = true;
+        if (!own_manifest.present) differs = true;
         if (differs) to_swap.push_back(&r);
     }
     if (diags.has_errors()) {
