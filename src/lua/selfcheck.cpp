@@ -630,6 +630,16 @@ EnvChange undo_of(const EnvChange& c) {
 
 std::string key_of(const EnvChange& c) { return c.op + '\n' + c.name + '\n' + c.value; }
 
+// key_of(a) == key_of(b) without building the keys (the symmetry check compares every pair):
+// equal fields give equal keys, and unequal ones unequal keys unless a field holds a newline.
+bool same_key(const EnvChange& a, const EnvChange& b) {
+    if (a.op == b.op && a.name == b.name && a.value == b.value) return true;
+    for (const EnvChange* c : {&a, &b})
+        for (const std::string* f : {&c->op, &c->name, &c->value})
+            if (f->find('\n') != std::string::npos) return key_of(a) == key_of(b);
+    return false;
+}
+
 std::string missing_undo(const EnvChange& c) {
     if (c.op == "prepend_path" || c.op == "append_path")
         return "'" + c.value + "' is added to '" + c.name + "' on load (" + c.op + ") but not removed on unload";
@@ -649,7 +659,7 @@ void check_symmetry(const std::string& file, const ModuleRecord& load, const Mod
     for (const auto& c : load.changes) {
         const EnvChange want = undo_of(c);
         if (want.op.empty()) continue;
-        auto it = std::find_if(pending.begin(), pending.end(), [&](const EnvChange* u) { return key_of(*u) == key_of(want); });
+        auto it = std::find_if(pending.begin(), pending.end(), [&](const EnvChange* u) { return same_key(*u, want); });
         if (it != pending.end()) {
             pending.erase(it);
             continue;
