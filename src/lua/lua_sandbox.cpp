@@ -171,9 +171,11 @@ struct LuaSandbox::State {
         return nullptr;
     }
 
+    // (strcmp, not std::string ==: it stops at the first differing byte instead of measuring
+    // the source, and the call hook asks this for most calls.)
     bool is_host_source(const char* source) const noexcept {
         for (const auto& h : host_sources)
-            if (h == source) return true;
+            if (std::strcmp(h.c_str(), source) == 0) return true;
         return false;
     }
 
@@ -182,20 +184,27 @@ struct LuaSandbox::State {
 
 namespace {
 
+// The innermost frame from `level` outwards that is untrusted Lua code at a known line, in
+// `ar` (with "S" and "l"); false if there is none. The source comes first: host and C frames,
+// most of those walked, then cost no line lookup (which scans the function's line info).
+// Reads the stack only: lua_getstack/lua_getinfo "S" and "l" allocate nothing.
+bool untrusted_frame(lua_State* L, const LuaSandbox::State& st, int level, lua_Debug& ar) noexcept {
+    for (; lua_getstack(L, level, &ar); ++level) {
+        if (!lua_getinfo(L, "S", &ar) || ar.what[0] == 'C' || st.is_host_source(ar.source)) continue;
+        if (lua_getinfo(L, "l", &ar) && ar.currentline > 0) return true;
+    }
+    return false;
+}
+
 // Lua calls no message handler for memory errors, so the allocator records where untrusted
-// code was when it refused: the innermost Lua frame that is not host code. Reads the stack
-// only (lua_getstack/lua_getinfo "Sl" allocate nothing); Lua keeps it consistent at every
-// allocation, since any allocation may raise.
+// code was when it refused: the innermost Lua frame that is not host code. Lua keeps the
+// stack consistent at every allocation, since any allocation may raise.
 void note_memory_position(LuaSandbox::State& st) noexcept {
     if (!st.L) return;  // the state is being created
     lua_Debug ar;
-    for (int level = 0; lua_getstack(st.L, level, &ar); ++level) {
-        if (lua_getinfo(st.L, "Sl", &ar) && ar.currentline > 0 && !st.is_host_source(ar.source)) {
-            std::strncpy(st.memory_source, ar.source, sizeof st.memory_source - 1);
-            st.memory_line = ar.currentline;
-            return;
-        }
-    }
+    if (!untrusted_frame(st.L, st, 0, ar)) return;
+    std::strncpy(st.memory_source, ar.source, sizeof st.memory_source - 1);
+    st.memory_line = ar.currentline;
 }
 
 void* capped_alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
@@ -228,9 +237,12 @@ int panic(lua_State* L) {
 void limit_hook(lua_State* L, lua_Debug* ar) {
     auto& st = state_of(L);
     if (ar->event == LUA_HOOKCALL || ar->event == LUA_HOOKTAILCALL) {
+        // Most calls are host code calling Lua or C: the caller's line is looked up only when
+        // the caller is untrusted (this hook runs on every call, so its cost is the check's).
         lua_Debug caller;
         if (lua_getinfo(L, "S", ar) && ar->what[0] == 'C' && lua_getstack(L, 1, &caller) &&
-            lua_getinfo(L, "Sl", &caller) && caller.currentline > 0 && !st.is_host_source(caller.source))
+            lua_getinfo(L, "S", &caller) && caller.what[0] != 'C' && !st.is_host_source(caller.source) &&
+            lua_getinfo(L, "l", &caller) && caller.currentline > 0)
             watch_position(caller.source, caller.currentline);
         return;
     }
@@ -330,13 +342,10 @@ int message_handler(lua_State* L) {
     int line = 0;
     const char* source = nullptr;
     const char* short_src = nullptr;
-    for (int level = 1; lua_getstack(L, level, &ar); ++level) {
-        if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0 && !st.is_host_source(ar.source)) {
-            line = ar.currentline;
-            source = ar.source;
-            short_src = ar.short_src;
-            break;
-        }
+    if (untrusted_frame(L, st, 1, ar)) {
+        line = ar.currentline;
+        source = ar.source;
+        short_src = ar.short_src;
     }
     size_t len = 0;
     const char* text = lua_type(L, 1) == LUA_TSTRING ? lua_tolstring(L, 1, &len) : nullptr;
@@ -794,14 +803,11 @@ int set_proxy_global(lua_State* L) {
 }
 
 int l_caller(lua_State* L) {
-    const auto& st = state_of(L);
     lua_Debug ar;
-    for (int level = 1; lua_getstack(L, level, &ar); ++level) {
-        if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0 && !st.is_host_source(ar.source)) {
-            lua_pushinteger(L, ar.currentline);
-            lua_pushstring(L, ar.source[0] == '@' || ar.source[0] == '=' ? ar.source + 1 : ar.short_src);
-            return 2;
-        }
+    if (untrusted_frame(L, state_of(L), 1, ar)) {
+        lua_pushinteger(L, ar.currentline);
+        lua_pushstring(L, ar.source[0] == '@' || ar.source[0] == '=' ? ar.source + 1 : ar.short_src);
+        return 2;
     }
     lua_pushinteger(L, 0);
     return 1;
@@ -982,5 +988,10 @@ size_t LuaSandbox::memory_used() const { return state_->used; }
 const SandboxLimits& LuaSandbox::limits() const { return state_->limits; }
 
 HostFunction LuaSandbox::caller_function() { return {l_caller, nullptr}; }
+
+int LuaSandbox::caller_line(lua_State* L) {
+    lua_Debug ar;
+    return untrusted_frame(L, state_of(L), 1, ar) ? ar.currentline : 0;
+}
 
 }  // namespace sitegen

@@ -156,6 +156,9 @@ public:
     // A HostFunction returning the line and file of the innermost frame that is not host code
     // (0 and nil when there is none): lets host chunks say where the untrusted caller is.
     static HostFunction caller_function();
+    // From inside a HostFunction: the line caller_function() would return, without the call
+    // from Lua (and its hook) that asking it costs.
+    static int caller_line(lua_State* L);
 
     struct State;
 

@@ -287,3 +287,35 @@ TEST_CASE("memory-limit errors carry the file and line of the allocation that fa
                                     "local s = 'y'\nwhile true do s = s .. s end", small);
     CHECK(later.line == 4);
 }
+
+namespace {
+int caller_line_of(lua_State* L) {  // a host function answering LuaSandbox::caller_line
+    lua_pushinteger(L, LuaSandbox::caller_line(L));
+    return 1;
+}
+}  // namespace
+
+TEST_CASE("caller_line finds the untrusted caller through host frames, as caller_function does", "[lua]") {
+    LuaSandbox sandbox;
+    std::vector<int> env;
+    const std::string host = R"(local line_of, caller = ...
+local function deeper()
+  local a, b = line_of(), (caller())
+  return a, b
+end
+return { ask = function() local a, b = deeper() return a, b end, assert = assert, tostring = tostring })";
+    REQUIRE(sandbox.run_host_chunk(host, "=[host]", {{caller_line_of, nullptr}, LuaSandbox::caller_function()}, env).ok);
+    REQUIRE(env.size() == 1);
+    const std::string text = R"(local function via(f)
+  local a, b = f()
+  return a, b
+end
+local a, b = via(ask)
+assert(a == 2 and b == 2, tostring(a) .. " " .. tostring(b))
+local c, d = ask()
+assert(c == 7 and d == 7, tostring(c) .. " " .. tostring(d))
+)";
+    const LuaResult r = sandbox.run(text, "@untrusted.lua", env.front());
+    INFO(r.describe());
+    CHECK(r.ok);
+}

@@ -2,6 +2,8 @@
 #include "lua/selfcheck.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <limits>
 #include <regex>
 
@@ -17,16 +19,16 @@ namespace {
 // Returns begin(): it reads the next evaluation's input and returns a fresh environment
 // table for the modulefile, reading through to the API (Lmod's sandbox: these names only).
 constexpr const char* kRecorder = R"lua(-- modulefile recorder: Lmod's modulefile API, recording what a load or unload changes
-local record, caller, input, host_is_file, host_is_dir = ...
+local record, input, host_is_file, host_is_dir, host_check_name, host_setenv, host_strings, host_getenv,
+      host_path_join = ...
 local type, tostring, select, error, concat, ipairs, pairs = type, tostring, select, error, table.concat, ipairs, pairs
 local setmetatable, sort = setmetatable, table.sort
-local byte, find, sub = string.byte, string.find, string.sub
-local mode, full_name, file_name, env_vars, loading  -- set by begin() for each evaluation
+local mode, full_name, file_name, loading  -- set by begin() for each evaluation
 
 local function fail(message) error(message, 0) end  -- the position is the modulefile's frame
-local function note(kind, x, y, z) record(kind, x, y, z, (caller())) end
--- note("change", ...) without its frame: each call costs the sandbox's call hook.
-local function change(op, name, value) record("change", op, name, value or "", (caller())) end
+-- note(kind, x[, y[, z]]): record() finds the modulefile's line itself. No Lua wrappers around
+-- it: each call costs the sandbox's call hook.
+local note = record
 
 local function arity(fn, n, min, max, usage)
   if n < min or (max and n > max) then
@@ -47,18 +49,15 @@ local function with_value(fn, n, ...)
   end
 end
 
-local function strings(fn, min, ...)
-  local n = select("#", ...)
-  if n < min then fail(("%s expects at least %d string argument%s, got %d"):format(fn, min, min == 1 and "" or "s", n)) end
-  for i = 1, n do want_string(fn, i, (select(i, ...))) end
-  return { ... }
-end
+-- strings(fn, min, ...): { ... } once each is a string and there are at least `min`, else the
+-- error "<fn> expects at least <min> string argument(s), got <n>" or want_string's. In C (as
+-- check_name, getenv and pathJoin are): a Lua loop over the arguments costs a call of the
+-- sandbox's call hook for every select() and type() in it.
+local strings = host_strings
 
-local function check_name(fn, name)
-  if not name:match("^[A-Za-z_][A-Za-z0-9_]*$") then
-    note("error", ("%s: '%s' is not a valid environment variable name (^[A-Za-z_][A-Za-z0-9_]*$)"):format(fn, name))
-  end
-end
+-- check_name(fn, name): notes the error "<fn>: '<name>' is not a valid environment variable name
+-- (^[A-Za-z_][A-Za-z0-9_]*$)" unless the name matches that pattern.
+local check_name = host_check_name
 
 local function text_of(...)
   local parts = {}
@@ -66,27 +65,12 @@ local function text_of(...)
   return concat(parts, "")
 end
 
-local function getenv(name) return env_vars[name] end
+local getenv = host_getenv  -- getenv(name): the variable's value in this evaluation's environment, or nil
 
--- Lmod's pathJoin: parts trimmed, joined with "/", "//+" and "/./" collapsed, no trailing "/".
--- A pattern runs only where a plain test shows it could change the string: patterns cost
--- the self-check most (a recursive match call per character), and most paths need none.
-local function path_join(...)
-  local parts, args = {}, { ... }  -- (indexing args spares a select call per part)
-  for i = 1, select("#", ...) do
-    local v = args[i]
-    if v and v ~= "" then
-      if type(v) ~= "string" then fail(("pathJoin: argument #%d must be a string, got %s"):format(i, type(v))) end
-      if byte(v) <= 32 or byte(v, -1) <= 32 then v = v:match("^%s*(.-)%s*$") end  -- else no %s to trim
-      parts[#parts + 1] = v
-    end
-  end
-  local s = concat(parts, "/")
-  if find(s, "//", 1, true) then s = s:gsub("//+", "/") end
-  if find(s, "/./", 1, true) then s = s:gsub("/%./", "/") end
-  if #s > 1 and byte(s, -1) == 47 then s = sub(s, 1, -2) end  -- gsub("/$", "")
-  return s
-end
+-- Lmod's pathJoin (host C, l_path_join): the parts that are neither nil, false nor "" (each
+-- must be a string), trimmed of spaces, joined with "/"; then "//+" and "/./" collapsed to "/"
+-- and a trailing "/" dropped. The Lua frame keeps the call hook's view: a host function.
+local function path_join(...) return (host_path_join(...)) end
 
 local os_table = setmetatable({ getenv = function(name)
   want_string("os.getenv", 1, name)
@@ -95,20 +79,11 @@ end }, { __index = function(_, k) fail("os." .. tostring(k) .. " is not availabl
 
 local api = {}
 
-function api.setenv(...)
-  local n = select("#", ...)
-  local name, value, respect = ...
-  if n ~= 2 or type(name) ~= "string" or type(value) ~= "string" then  -- else both checks pass: spare their calls
-    arity("setenv", n, 2, 3, "a name, a value and an optional respect flag")
-    with_value("setenv", n, ...)
-  end
-  check_name("setenv", name)
-  if loading then
-    if not (respect and getenv(name)) then change("setenv", name, tostring(value)) end
-  elseif not (respect and getenv(name) ~= tostring(value)) then
-    change("unsetenv", name)
-  end
-end
+-- setenv(name, value[, respect]), the call modulefiles make most, is host C (l_setenv): checked
+-- as arity() and with_value() would, then setenv on load (unless respect and the variable is
+-- set), unsetenv on unload (unless respect and the variable holds another value). The Lua
+-- frame keeps what the sandbox's call hook sees the same: a host function, not a C one.
+function api.setenv(...) host_setenv(...) end
 
 function api.unsetenv(...)
   local n = select("#", ...)
@@ -116,7 +91,7 @@ function api.unsetenv(...)
   with_value("unsetenv", n, ...)
   local name = ...
   check_name("unsetenv", name)
-  if loading then change("unsetenv", name) end
+  if loading then note("change", "unsetenv", name) end
 end
 
 function api.pushenv(...)
@@ -125,7 +100,7 @@ function api.pushenv(...)
   with_value("pushenv", n, ...)
   local name, value = ...
   check_name("pushenv", name)
-  if loading then change("pushenv", name, tostring(value)) else change("popenv", name) end
+  if loading then note("change", "pushenv", name, tostring(value)) else note("change", "popenv", name) end
 end
 
 -- prepend_path(name, value[, delim]) or prepend_path{name, value, delim=, priority=}
@@ -152,17 +127,17 @@ end
 
 function api.prepend_path(...)
   local name, value = path_args("prepend_path", ...)
-  change(loading and "prepend_path" or "remove_path", name, value)
+  note("change", loading and "prepend_path" or "remove_path", name, value)
 end
 
 function api.append_path(...)
   local name, value = path_args("append_path", ...)
-  change(loading and "append_path" or "remove_path", name, value)
+  note("change", loading and "append_path" or "remove_path", name, value)
 end
 
 function api.remove_path(...)
   local name, value = path_args("remove_path", ...)
-  change("remove_path", name, value)
+  note("change", "remove_path", name, value)
 end
 
 function api.set_alias(...)
@@ -170,24 +145,24 @@ function api.set_alias(...)
   arity("set_alias", n, 2, 2, "a name and a value")
   with_value("set_alias", n, ...)
   local name, value = ...
-  if loading then change("set_alias", name, tostring(value)) else change("unset_alias", name) end
+  if loading then note("change", "set_alias", name, tostring(value)) else note("change", "unset_alias", name) end
 end
 
 function api.unset_alias(...)
   local name = strings("unset_alias", 1, ...)[1]
-  if loading then change("unset_alias", name) end
+  if loading then note("change", "unset_alias", name) end
 end
 
 function api.set_shell_function(...)
   local n = select("#", ...)
   arity("set_shell_function", n, 2, 3, "a name, a bash body and an optional csh body")
   local a = strings("set_shell_function", 2, ...)
-  if loading then change("set_shell_function", a[1], a[2]) else change("unset_shell_function", a[1]) end
+  if loading then note("change", "set_shell_function", a[1], a[2]) else note("change", "unset_shell_function", a[1]) end
 end
 
 function api.unset_shell_function(...)
   local name = strings("unset_shell_function", 1, ...)[1]
-  if loading then change("unset_shell_function", name) end
+  if loading then note("change", "unset_shell_function", name) end
 end
 
 -- Module calls: what each records on load and on unload (nil: nothing), as Lmod 8.6.
@@ -302,16 +277,16 @@ end }, { __index = function(_, k) fail("io." .. tostring(k) .. " is refused: mod
 local rc = { os = os_table, pathJoin = path_join, isFile = api.isFile, isDir = api.isDir }
 function rc.module_version(...)
   local a = strings("module_version", 2, ...)
-  change("module_version", a[1], concat(a, " ", 2))
+  note("change", "module_version", a[1], concat(a, " ", 2))
 end
 function rc.module_alias(...)
   local n = select("#", ...)
   arity("module_alias", n, 2, 2, "an alias and a module")
   local a = strings("module_alias", 2, ...)
-  change("module_alias", a[1], a[2])
+  note("change", "module_alias", a[1], a[2])
 end
-function rc.hide_version(...) change("hide_version", strings("hide_version", 1, ...)[1]) end
-function rc.hide_modulefile(...) change("hide_modulefile", strings("hide_modulefile", 1, ...)[1]) end
+function rc.hide_version(...) note("change", "hide_version", strings("hide_version", 1, ...)[1]) end
+function rc.hide_modulefile(...) note("change", "hide_modulefile", strings("hide_modulefile", 1, ...)[1]) end
 
 -- Each evaluation's globals land in a fresh table; the API behind it is shared, as in Lmod.
 local api_meta, rc_meta = { __index = api }, { __index = rc }
@@ -320,12 +295,12 @@ for _, set in ipairs({ { api, "api" }, { rc, "rc" } }) do
   local names = {}
   for k in pairs(set[1]) do names[#names + 1] = k end
   sort(names)
-  for _, k in ipairs(names) do record(set[2], k, "", "", 0) end
+  for _, k in ipairs(names) do record(set[2], k) end
 end
 
 return function()
   local modulerc
-  mode, full_name, file_name, env_vars, modulerc = input()
+  mode, full_name, file_name, modulerc = input()
   loading = mode == "load"
   return setmetatable({}, modulerc and rc_meta or api_meta)
 end
@@ -349,55 +324,237 @@ struct Recording {
 
 Recording& recording_of(lua_State* L) { return *static_cast<Recording*>(host_context(L)); }
 
-// record(kind, x, y, z, line): one call the modulefile made.
-int l_record(lua_State* L) {
-    size_t kl = 0, xl = 0, yl = 0, zl = 0;
-    const char* kind = luaL_checklstring(L, 1, &kl);
-    const char* x = luaL_checklstring(L, 2, &xl);
-    const char* y = luaL_optlstring(L, 3, "", &yl);
-    const char* z = luaL_optlstring(L, 4, "", &zl);
-    const int line = static_cast<int>(luaL_optinteger(L, 5, 0));
-    Recording& r = recording_of(L);
-    if (r.record) {
-        // The recording lives outside the sandbox's memory cap: it has a cap of its own.
-        r.recorded_bytes += kl + xl + yl + zl + 64;
-        if (r.recorded_bytes > kMaxRecordBytes)
-            return luaL_error(L, "the modulefile makes more than %d MiB of changes and calls", static_cast<int>(kMaxRecordBytes >> 20));
-    }
-    return host_guard(L, [&] {
-        const std::string k(kind, kl), a(x, xl);
-        if (k == "api") r.api_names.push_back(a);
-        else if (k == "rc") r.rc_names.push_back(a);
-        if (!r.record) return 0;  // the API names come while the recorder loads, before any record
-        ModuleRecord& rec = *r.record;
-        if (k == "change") rec.changes.push_back({a, std::string(y, yl), std::string(z, zl), line});
-        else if (k == "load") rec.loads.push_back(a);
-        else if (k == "unload") rec.unloads.push_back(a);
-        else if (k == "prereq") rec.prereqs.push_back(a);
-        else if (k == "conflict") rec.conflicts.push_back(a);
-        else if (k == "whatis") rec.whatis.push_back(a);
-        else if (k == "family") rec.families.push_back(a);
-        else if (k == "help") rec.help += a;
-        else if (k == "message") rec.messages.push_back(a);
-        else if (k == "error") rec.errors.push_back(r.file + ":" + std::to_string(line) + ": " + a);
+// The value of `name` in the evaluation's environment (os.getenv), or null.
+const std::string* env_value(lua_State* L, const Recording& r, std::string_view name) {
+    const std::string* found = nullptr;
+    host_guard(L, [&] {
+        const auto it = r.env->find(std::string(name));
+        found = it == r.env->end() ? nullptr : &it->second;
         return 0;
     });
+    return found;
 }
 
-// input(): mode, full module name, file name, the environment table, modulerc flag.
+// Keeps one call the modulefile made (the API names while the recorder loads); false, keeping
+// nothing, once the recording would pass its cap.
+bool add_record(Recording& r, std::string_view kind, std::string_view x, std::string_view y, std::string_view z,
+                int line) {
+    if (r.record) {
+        // The recording lives outside the sandbox's memory cap: it has a cap of its own.
+        r.recorded_bytes += kind.size() + x.size() + y.size() + z.size() + 64;
+        if (r.recorded_bytes > kMaxRecordBytes) return false;
+    }
+    std::string a(x);
+    if (kind == "api") r.api_names.push_back(std::move(a));
+    else if (kind == "rc") r.rc_names.push_back(std::move(a));
+    if (!r.record) return true;  // the API names come while the recorder loads, before any record
+    ModuleRecord& rec = *r.record;
+    if (kind == "change") rec.changes.push_back({std::move(a), std::string(y), std::string(z), line});
+    else if (kind == "load") rec.loads.push_back(std::move(a));
+    else if (kind == "unload") rec.unloads.push_back(std::move(a));
+    else if (kind == "prereq") rec.prereqs.push_back(std::move(a));
+    else if (kind == "conflict") rec.conflicts.push_back(std::move(a));
+    else if (kind == "whatis") rec.whatis.push_back(std::move(a));
+    else if (kind == "family") rec.families.push_back(std::move(a));
+    else if (kind == "help") rec.help += a;
+    else if (kind == "message") rec.messages.push_back(std::move(a));
+    else if (kind == "error") rec.errors.push_back(r.file + ":" + std::to_string(line) + ": " + a);
+    return true;
+}
+
+// add_record from a host C function, at the modulefile's line; raises past the cap.
+int record_or_raise(lua_State* L, std::string_view kind, std::string_view x, std::string_view y = {},
+                    std::string_view z = {}) {
+    Recording& r = recording_of(L);
+    const int line = LuaSandbox::caller_line(L);
+    bool kept = true;
+    host_guard(L, [&] {
+        kept = add_record(r, kind, x, y, z, line);
+        return 0;
+    });
+    if (!kept)
+        return luaL_error(L, "the modulefile makes more than %d MiB of changes and calls", static_cast<int>(kMaxRecordBytes >> 20));
+    return 0;
+}
+
+std::string_view string_at(lua_State* L, int idx) {
+    size_t len = 0;
+    const char* p = luaL_checklstring(L, idx, &len);
+    return {p, len};
+}
+
+std::string_view opt_string_at(lua_State* L, int idx) {
+    size_t len = 0;
+    const char* p = luaL_optlstring(L, idx, "", &len);
+    return {p, len};
+}
+
+// record(kind, x[, y[, z]]): one call the modulefile made, at its line.
+int l_record(lua_State* L) {
+    return record_or_raise(L, string_at(L, 1), string_at(L, 2), opt_string_at(L, 3), opt_string_at(L, 4));
+}
+
+bool valid_variable_name(std::string_view name) {  // ^[A-Za-z_][A-Za-z0-9_]*$, in bytes
+    const auto letter = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+    if (name.empty() || !letter(name[0])) return false;
+    return std::all_of(name.begin() + 1, name.end(), [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
+}
+
+// Notes an invalid variable name as an error. The message is built in the sandbox, under its
+// memory cap, as string.format built it when this was Lua.
+int check_name(lua_State* L, std::string_view fn, std::string_view name) {
+    if (valid_variable_name(name)) return 0;
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    luaL_addlstring(&b, fn.data(), fn.size());
+    luaL_addstring(&b, ": '");
+    luaL_addlstring(&b, name.data(), name.size());
+    luaL_addstring(&b, "' is not a valid environment variable name (^[A-Za-z_][A-Za-z0-9_]*$)");
+    luaL_pushresult(&b);
+    size_t len = 0;
+    const char* message = lua_tolstring(L, -1, &len);
+    return record_or_raise(L, "error", {message, len});
+}
+
+// check_name(fn, name) for the recorder's Lua.
+int l_check_name(lua_State* L) { return check_name(L, string_at(L, 1), string_at(L, 2)); }
+
+// setenv's argument errors, as the recorder's arity() and with_value() word them.
+int check_setenv_args(lua_State* L, int n) {
+    if (n < 2 || n > 3) {
+        lua_pushfstring(L, "setenv expects a name, a value and an optional respect flag, got %d argument%s", n,
+                        n == 1 ? "" : "s");
+        return lua_error(L);
+    }
+    for (int i = 1; i < n; ++i)
+        if (lua_type(L, i) != LUA_TSTRING) {
+            lua_pushfstring(L, "setenv: argument #%d must be a string, got %s", i, luaL_typename(L, i));
+            return lua_error(L);
+        }
+    const int t = lua_type(L, n);
+    if (t != LUA_TSTRING && t != LUA_TNUMBER && t != LUA_TBOOLEAN) {
+        lua_pushfstring(L, "setenv: argument #%d must be a string, number or boolean, got %s", n, luaL_typename(L, n));
+        return lua_error(L);
+    }
+    return 0;
+}
+
+// setenv(name, value[, respect]) as the recorder's Lua did it (see api.setenv).
+int l_setenv(lua_State* L) {
+    const int n = lua_gettop(L);
+    if (n != 2 || lua_type(L, 1) != LUA_TSTRING || lua_type(L, 2) != LUA_TSTRING) check_setenv_args(L, n);
+    const std::string_view name = string_at(L, 1);
+    check_name(L, "setenv", name);
+    const Recording& r = recording_of(L);
+    const bool respect = n == 3 && lua_toboolean(L, 3);
+    size_t len = 0;
+    const char* text = luaL_tolstring(L, 2, &len);  // tostring(value)
+    const std::string_view value(text, len);
+    const std::string* now = respect ? env_value(L, r, name) : nullptr;  // os.getenv(name)
+    if (r.mode == "load") {
+        if (!(respect && now)) return record_or_raise(L, "change", "setenv", name, value);
+    } else if (!(respect && (!now || *now != value))) {
+        return record_or_raise(L, "change", "unsetenv", name);
+    }
+    return 0;
+}
+
+// input(): mode, full module name, file name, modulerc flag.
 int l_input(lua_State* L) {
     const Recording& r = recording_of(L);
     lua_pushlstring(L, r.mode.data(), r.mode.size());
     lua_pushlstring(L, r.full_name.data(), r.full_name.size());
     lua_pushlstring(L, r.file.data(), r.file.size());
-    lua_createtable(L, 0, static_cast<int>(r.env->size()));
-    for (const auto& kv : *r.env) {
-        lua_pushlstring(L, kv.first.data(), kv.first.size());
-        lua_pushlstring(L, kv.second.data(), kv.second.size());
-        lua_rawset(L, -3);
-    }
     lua_pushboolean(L, r.options->modulerc);
-    return 5;
+    return 4;
+}
+
+// getenv(name): the value or nil.
+int l_getenv(lua_State* L) {
+    const std::string* value = env_value(L, recording_of(L), string_at(L, 1));
+    if (value) lua_pushlstring(L, value->data(), value->size());
+    else lua_pushnil(L);
+    return 1;
+}
+
+[[noreturn]] void fail_with(lua_State* L) { lua_error(L); std::abort(); }  // the message is on the stack
+
+// strings(fn, min, ...): see the recorder.
+int l_strings(lua_State* L) {
+    const char* fn = luaL_checkstring(L, 1);
+    const auto min = static_cast<int>(luaL_checkinteger(L, 2));
+    const int n = lua_gettop(L) - 2;
+    if (n < min) {
+        lua_pushfstring(L, "%s expects at least %d string argument%s, got %d", fn, min, min == 1 ? "" : "s", n);
+        fail_with(L);
+    }
+    for (int i = 1; i <= n; ++i)
+        if (lua_type(L, i + 2) != LUA_TSTRING) {
+            lua_pushfstring(L, "%s: argument #%d must be a string, got %s", fn, i, luaL_typename(L, i + 2));
+            fail_with(L);
+        }
+    lua_createtable(L, n, 0);
+    for (int i = 1; i <= n; ++i) {
+        lua_pushvalue(L, i + 2);
+        lua_rawseti(L, -2, i);
+    }
+    return 1;
+}
+
+bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }  // Lua's %s
+
+// pathJoin(...): see the recorder. Builds in the sandbox (luaL_Buffer), under its memory cap.
+int l_path_join(lua_State* L) {
+    const int n = lua_gettop(L);
+    luaL_Buffer joined;
+    luaL_buffinit(L, &joined);
+    bool first = true;
+    for (int i = 1; i <= n; ++i) {
+        if (!lua_toboolean(L, i) || (lua_type(L, i) == LUA_TSTRING && lua_rawlen(L, i) == 0)) continue;
+        if (lua_type(L, i) != LUA_TSTRING) {
+            lua_pushfstring(L, "pathJoin: argument #%d must be a string, got %s", i, luaL_typename(L, i));
+            fail_with(L);
+        }
+        size_t len = 0;
+        const char* v = lua_tolstring(L, i, &len);
+        size_t from = 0, to = len;
+        while (from < to && is_space(v[from])) ++from;
+        while (to > from && is_space(v[to - 1])) --to;
+        if (!first) luaL_addchar(&joined, '/');
+        luaL_addlstring(&joined, v + from, to - from);
+        first = false;
+    }
+    luaL_pushresult(&joined);
+    size_t len = 0;
+    const char* s = lua_tolstring(L, -1, &len);
+    const std::string_view all(s, len);
+    if (all.find("//") != std::string_view::npos || all.find("/./") != std::string_view::npos) {
+        luaL_Buffer out;  // gsub("//+", "/"), then gsub("/%./", "/") over that
+        luaL_buffinit(L, &out);
+        for (size_t i = 0; i < len; ++i) {
+            luaL_addchar(&out, s[i]);
+            if (s[i] == '/')
+                while (i + 1 < len && s[i + 1] == '/') ++i;
+        }
+        luaL_pushresult(&out);
+        s = lua_tolstring(L, -1, &len);
+        if (std::string_view(s, len).find("/./") != std::string_view::npos) {
+            luaL_Buffer dots;
+            luaL_buffinit(L, &dots);
+            for (size_t i = 0; i < len;) {
+                if (i + 2 < len && s[i] == '/' && s[i + 1] == '.' && s[i + 2] == '/') {
+                    luaL_addchar(&dots, '/');
+                    i += 3;
+                } else {
+                    luaL_addchar(&dots, s[i++]);
+                }
+            }
+            luaL_pushresult(&dots);
+            s = lua_tolstring(L, -1, &len);
+        }
+    }
+    if (len > 1 && s[len - 1] == '/') lua_pushlstring(L, s, len - 1);
+    return 1;
 }
 
 int ask_predicate(lua_State* L, bool is_dir) {
@@ -473,6 +630,16 @@ EnvChange undo_of(const EnvChange& c) {
 
 std::string key_of(const EnvChange& c) { return c.op + '\n' + c.name + '\n' + c.value; }
 
+// key_of(a) == key_of(b) without building the keys (the symmetry check compares every pair):
+// equal fields give equal keys, and unequal ones unequal keys unless a field holds a newline.
+bool same_key(const EnvChange& a, const EnvChange& b) {
+    if (a.op == b.op && a.name == b.name && a.value == b.value) return true;
+    for (const EnvChange* c : {&a, &b})
+        for (const std::string* f : {&c->op, &c->name, &c->value})
+            if (f->find('\n') != std::string::npos) return key_of(a) == key_of(b);
+    return false;
+}
+
 std::string missing_undo(const EnvChange& c) {
     if (c.op == "prepend_path" || c.op == "append_path")
         return "'" + c.value + "' is added to '" + c.name + "' on load (" + c.op + ") but not removed on unload";
@@ -492,7 +659,7 @@ void check_symmetry(const std::string& file, const ModuleRecord& load, const Mod
     for (const auto& c : load.changes) {
         const EnvChange want = undo_of(c);
         if (want.op.empty()) continue;
-        auto it = std::find_if(pending.begin(), pending.end(), [&](const EnvChange* u) { return key_of(*u) == key_of(want); });
+        auto it = std::find_if(pending.begin(), pending.end(), [&](const EnvChange* u) { return same_key(*u, want); });
         if (it != pending.end()) {
             pending.erase(it);
             continue;
@@ -522,7 +689,8 @@ public:
         std::vector<int> kept;
         ready_ = sandbox_.run_host_chunk(
             kRecorder, "=[modulefile recorder]",
-            {{l_record, &now_}, LuaSandbox::caller_function(), {l_input, &now_}, {l_is_file, &now_}, {l_is_dir, &now_}},
+            {{l_record, &now_}, {l_input, &now_}, {l_is_file, &now_}, {l_is_dir, &now_}, {l_check_name, &now_},
+             {l_setenv, &now_}, {l_strings, &now_}, {l_getenv, &now_}, {l_path_join, &now_}},
             kept);
         if (ready_.ok && !kept.empty()) begin_ = kept.front();
     }

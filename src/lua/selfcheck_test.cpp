@@ -198,6 +198,98 @@ setenv("J9", pathJoin("/a//", "//b///c"))
                           });
 }
 
+// The recorder's pathJoin as it was in Lua before it became host C, for the cross-check below.
+const char* kLuaPathJoin = R"lua(
+local byte, find, sub, concat = string.byte, string.find, string.sub, table.concat
+return function(...)
+  local parts, args = {}, { ... }
+  for i = 1, select("#", ...) do
+    local v = args[i]
+    if v and v ~= "" then
+      if type(v) ~= "string" then error(("pathJoin: argument #%d must be a string, got %s"):format(i, type(v)), 0) end
+      if byte(v) <= 32 or byte(v, -1) <= 32 then v = v:match("^%s*(.-)%s*$") end
+      parts[#parts + 1] = v
+    end
+  end
+  local s = concat(parts, "/")
+  if find(s, "//", 1, true) then s = s:gsub("//+", "/") end
+  if find(s, "/./", 1, true) then s = s:gsub("/%./", "/") end
+  if #s > 1 and byte(s, -1) == 47 then s = sub(s, 1, -2) end
+  return s
+end
+)lua";
+
+// What kLuaPathJoin returns for the Lua argument list `args` (or its error message).
+std::string lua_path_join(const std::string& args) {
+    lua_State* L = luaL_newstate();
+    luaL_openlibs(L);
+    const std::string chunk = "local join = load(...)()\nlocal ok, r = pcall(join, " + args + ")\nreturn r";
+    std::string out = "(did not run)";
+    if (luaL_loadstring(L, chunk.c_str()) == LUA_OK) {
+        lua_pushstring(L, kLuaPathJoin);
+        if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_isstring(L, -1)) out = lua_tostring(L, -1);
+    }
+    lua_close(L);
+    return out;
+}
+
+TEST_CASE("pathJoin gives what its Lua implementation gave, for every mix of awkward parts", "[lua][selfcheck]") {
+    const std::vector<std::string> parts = {"\"\"", "\" \"", "\"/\"", "\"//\"", "\".\"", "\"./\"", "\"/./\"", "\"/.\"",
+                                            "\"a\"", "\" b \"", "\"\\t/c/\\n\"", "\"x/\"", "\"\\1y\"", "nil", "false"};
+    std::string text;
+    std::vector<std::string> want;
+    for (size_t i = 0; i < parts.size(); ++i)
+        for (size_t j = 0; j < parts.size(); ++j)
+            for (size_t k = 0; k < parts.size(); k += 3) {
+                const std::string args = parts[i] + ", " + parts[j] + ", " + parts[k];
+                text += "setenv(\"P\", pathJoin(" + args + "))\n";
+                want.push_back(lua_path_join(args));
+            }
+    const ModuleRecord load = record_modulefile(text, kPath, "load", {});
+    REQUIRE(load.errors.empty());
+    REQUIRE(load.changes.size() == want.size());
+    for (size_t n = 0; n < want.size(); ++n) {
+        INFO("line " << n + 1);
+        CHECK(load.changes[n].value == want[n]);
+    }
+    for (const std::string args : {"1", "'a', true", "'a', {}, 'b'"})
+        CHECK(record_modulefile("pathJoin(" + args + ")\n", kPath, "load", {}).errors ==
+              Lines{"modules-out/t/modulefiles/X/1.0.lua:1: " + lua_path_join(args)});
+}
+
+TEST_CASE("setenv's respect flag and values as Lmod takes them, in both modes", "[lua][selfcheck]") {
+    const std::string text = R"(setenv("A", 1)
+setenv("B", 1.5)
+setenv("C", true)
+setenv("SET", "x", true)
+setenv("UNSET", "x", true)
+setenv("OTHER", "y", true)
+)";
+    const ModuleRecord load = record_modulefile(text, kPath, "load", {{"SET", "old"}, {"OTHER", "z"}});
+    REQUIRE(load.errors.empty());
+    CHECK(load.changes == std::vector<EnvChange>{{"setenv", "A", "1", 1},
+                                                 {"setenv", "B", "1.5", 2},
+                                                 {"setenv", "C", "true", 3},
+                                                 {"setenv", "UNSET", "x", 5}});
+    const ModuleRecord unload = record_modulefile(text, kPath, "unload", {{"SET", "x"}, {"OTHER", "z"}});
+    REQUIRE(unload.errors.empty());
+    CHECK(unload.changes == std::vector<EnvChange>{{"unsetenv", "A", "", 1},
+                                                   {"unsetenv", "B", "", 2},
+                                                   {"unsetenv", "C", "", 3},
+                                                   {"unsetenv", "SET", "", 4}});
+    CHECK(check("setenv('A', 1, true)\n") == Lines{at(1, "setenv: argument #2 must be a string, got number")});
+    CHECK(check("setenv('A', 'x', nil)\n") ==
+          Lines{at(1, "setenv: argument #3 must be a string, number or boolean, got nil")});
+    CHECK(check("setenv('A', 'x', {})\n") ==
+          Lines{at(1, "setenv: argument #3 must be a string, number or boolean, got table")});
+    CHECK(check("\nwhatis(1)\n") == Lines{at(2, "whatis: argument #1 must be a string, got number")});
+    CHECK(check("help()\n") == Lines{at(1, "help expects at least 1 string argument, got 0")});
+    CHECK(check("add_property('a')\n") == Lines{at(1, "add_property expects at least 2 string arguments, got 1")});
+    CHECK(check("setenv('A-B', 'x')\nsetenv('A-B', 'x')\n") ==
+          Lines{at(1, "setenv: 'A-B' is not a valid environment variable name (^[A-Za-z_][A-Za-z0-9_]*$)"),
+                at(2, "setenv: 'A-B' is not a valid environment variable name (^[A-Za-z_][A-Za-z0-9_]*$)")});
+}
+
 TEST_CASE("a chunk compiled once runs in the environment each run gives it, and a syntax error fails as run does", "[lua][selfcheck]") {
     LuaSandbox sandbox;  // compile/run_compiled: how the self-check evaluates a modulefile twice
     std::vector<int> envs;
