@@ -1,6 +1,7 @@
 // File system: only regular files are read (devices, FIFOs, sockets, directories and links to
 // them are refused at once, without hanging or reading), the size limit holds while reading,
 // trees are scanned without following links, and removal gets through locked directories.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -159,6 +160,23 @@ TEST_CASE("a scan without file stats lists the same tree, each file with its ino
     }
     CHECK(full[1].path == "a/b");
     CHECK(names[1].mode == 0700);
+}
+
+TEST_CASE("a scan lists the tree in the order of its full paths, a directory's contents after names that sort before '/'", "[fs]") {
+    TempDir dir("fs-order");
+    // '-', '.', ' ' and '!' sort before '/', '0' and 'A' after it: "a" < "a-b" < "a/c" < "a0".
+    for (const char* f : {"t/a/c", "t/a/b/x", "t/a-b", "t/a.c", "t/a b", "t/a!", "t/a0", "t/aA/z", "t/b", "t/a-/q"})
+        dir.write(f, "x");
+    auto disk = make_disk_fs();
+    for (const bool stat_files : {true, false}) {
+        const auto entries = disk->scan(dir.file("t"), stat_files);
+        std::vector<std::string> paths, sorted;
+        for (const auto& e : entries) paths.push_back(e.path);
+        sorted = paths;
+        std::sort(sorted.begin(), sorted.end());
+        CHECK(paths == sorted);
+        CHECK(paths.size() == 14);  // 10 files and the directories a, a/b, aA, a-
+    }
 }
 
 TEST_CASE("directories are made 0755 whatever the umask, and removal gets through locked ones", "[fs]") {
