@@ -77,6 +77,18 @@ std::string random_text(std::mt19937& rng, bool with_invalid) {
     return s;
 }
 
+// The lines of `s` as easybuild_lines makes them items: split at each '\n', the last one ''
+// when `s` ends with a newline.
+std::vector<std::string> lines_of(const std::string& s) {
+    std::vector<std::string> lines;
+    for (size_t start = 0;;) {
+        const size_t nl = s.find('\n', start);
+        lines.push_back(s.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+        if (nl == std::string::npos) return lines;
+        start = nl + 1;
+    }
+}
+
 }  // namespace
 
 TEST_CASE("python_string agrees with a per-code-point reference on random text", "[python_writer]") {
@@ -158,5 +170,34 @@ while 'v%d' % i in ns:
     for (size_t i = 0; i < values.size(); ++i) {
         INFO("value " << i);
         CHECK(read_file(dir.file("out." + std::to_string(i))) == values[i]);
+    }
+}
+
+TEST_CASE("append_python_lines is each line's python_string, joined by the line break", "[python_writer]") {
+    std::mt19937 rng(1170);
+    const std::string line_break = "',\n    '";
+    for (int i = 0; i < 5000; ++i) {
+        const std::string s = random_text(rng, true);
+        const bool eb = rng() % 2 == 0;
+        INFO("input " << i);
+        std::string expected = "'";
+        bool valid = true;
+        try {
+            const auto lines = lines_of(s);
+            for (size_t k = 0; k < lines.size(); ++k) {
+                const std::string literal = reference_python_string(lines[k], eb);
+                expected += (k == 0 ? "" : line_break) + literal.substr(1, literal.size() - 2);
+            }
+        } catch (const std::invalid_argument&) {
+            valid = false;
+        }
+        std::string out = "prefix";
+        if (valid) {
+            append_python_lines(out, s, eb, line_break);
+            CHECK(out == "prefix" + expected + "'");
+        } else {
+            CHECK_THROWS_AS(append_python_lines(out, s, eb, line_break), std::invalid_argument);
+            CHECK(out == "prefix");  // left as it was
+        }
     }
 }
