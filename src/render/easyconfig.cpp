@@ -41,6 +41,8 @@ constexpr const char* kEasyBuildVersion = "5.2.1";
 // "%(installdir)s/<rel>" (the template kept), everything else comes out as written.
 class CommandText {
 public:
+    // Room for a usual command, so the text does not grow piece by piece.
+    CommandText() { templated_.reserve(128); }
     CommandText& text(std::string_view source) {
         literal_ += source;
         return *this;
