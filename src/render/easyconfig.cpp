@@ -17,10 +17,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 
 #include "render/lua_statements.h"
 #include "render/tcl_statements.h"
@@ -35,24 +37,49 @@ namespace {
 constexpr const char* kInstallDir = "%(installdir)s";
 constexpr const char* kEasyBuildVersion = "5.2.1";
 
-// A planned shell command as an easyconfig string: install-dir paths become
+// A shell command as an easyconfig string, built piece by piece: install-dir paths become
 // "%(installdir)s/<rel>" (the template kept), everything else comes out as written.
-std::string easybuild_command(const ShellCommand& cmd) {
-    std::string text, literal;
-    for (const auto& piece : cmd) {
-        if (!piece.in_install_dir) {
-            literal += piece.text;
-            continue;
-        }
-        text += easybuild_escape(literal) + "\"" + kInstallDir + "/";
-        literal = bash_double_quoted(piece.text) + "\"";
+class CommandText {
+public:
+    // Room for a usual command, so the text does not grow piece by piece.
+    CommandText() { templated_.reserve(128); }
+    CommandText& text(std::string_view source) {
+        literal_ += source;
+        return *this;
     }
-    return python_string(text + easybuild_escape(literal));
+    CommandText& installed(std::string_view rel) {
+        // The literal text since the last path is escaped as a whole: a template needs its
+        // '%' run and "(name)s" seen together.
+        append_easybuild_escaped(templated_, literal_);
+        templated_.append("\"").append(kInstallDir).append("/");
+        literal_ = bash_double_quoted(rel);
+        literal_ += '"';
+        return *this;
+    }
+    std::string python_string() {
+        append_easybuild_escaped(templated_, literal_);
+        literal_.clear();
+        return sitegen::python_string(templated_);
+    }
+
+private:
+    std::string templated_;  // escaped for EasyBuild, templates kept
+    std::string literal_;    // to come out exactly as written
+};
+
+// A planned shell command as an easyconfig string.
+std::string easybuild_command(const ShellCommand& cmd) {
+    CommandText text;
+    for (const auto& piece : cmd) {
+        if (piece.in_install_dir) text.installed(piece.text);
+        else text.text(piece.text);
+    }
+    return text.python_string();
 }
 
 // A command on a file of the install dir: PREFIX "%(installdir)s/REL" SUFFIX.
-std::string on_installed_file(const std::string& prefix, const std::string& rel, const std::string& suffix = "") {
-    return easybuild_command({bash_text(prefix), install_path(rel), bash_text(suffix)});
+std::string on_installed_file(std::string_view prefix, std::string_view rel, std::string_view suffix = "") {
+    return CommandText().text(prefix).installed(rel).text(suffix).python_string();
 }
 
 std::string letter_dir(const std::string& name) {
@@ -61,9 +88,9 @@ std::string letter_dir(const std::string& name) {
 
 // A generated script and how postinstallcmds write it.
 struct Script {
-    std::string rel;         // path in the install dir, e.g. runscripts/get-master
-    std::string local_name;  // the easyconfig variable holding its text
-    std::string content;
+    std::string rel;           // path in the install dir, e.g. runscripts/get-master
+    std::string local_name;    // the easyconfig variable holding its text
+    std::string_view content;  // the plan's text, not copied (it is most of the easyconfig)
     bool executable = false;
 };
 
@@ -72,6 +99,7 @@ std::vector<Script> stack_scripts(const StackPlan& plan) {
     std::set<std::string> names;
     for (const auto& f : plan.files) {
         Script s{f.rel, "local_", f.contents, f.executable};
+        s.local_name.reserve(s.local_name.size() + s.rel.size());
         for (char c : s.rel) s.local_name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
         while (!names.insert(s.local_name).second) s.local_name += "_";
         scripts.push_back(std::move(s));
@@ -79,18 +107,20 @@ std::vector<Script> stack_scripts(const StackPlan& plan) {
     return scripts;
 }
 
-bool has_line(const std::string& text, const std::string& line) {
-    size_t start = 0;
-    for (size_t nl; start <= text.size(); start = nl + 1) {
-        nl = text.find('\n', start);
-        if (nl == std::string::npos) nl = text.size();
-        if (text.compare(start, nl - start, line) == 0 && nl - start == line.size()) return true;
+// True if `line` (not empty) is a whole line of `text`: searched for as a string (rare in a
+// script; Boyer-Moore-Horspool skips most bytes), not compared line by line.
+bool has_line(std::string_view text, std::string_view line) {
+    const std::boyer_moore_horspool_searcher searcher(line.begin(), line.end());
+    for (auto it = text.begin();; ++it) {
+        it = std::search(it, text.end(), searcher);
+        if (it == text.end()) return false;
+        const size_t at = static_cast<size_t>(it - text.begin()), end = at + line.size();
+        if ((at == 0 || text[at - 1] == '\n') && (end == text.size() || text[end] == '\n')) return true;
     }
-    return false;
 }
 
 // A heredoc delimiter that is no line of the content (stable: derived from its hash).
-std::string heredoc_delimiter(const std::string& content) {
+std::string heredoc_delimiter(std::string_view content) {
     std::string delim = "SITEGEN_EOF_" + sha256_hex(content).substr(0, 12);
     while (has_line(content, delim)) delim += "_";
     return delim;
@@ -99,7 +129,7 @@ std::string heredoc_delimiter(const std::string& content) {
 // `cat > FILE <<'DELIM'` + the text: a quoted delimiter, so nothing in it expands. A heredoc
 // always ends its text with a newline; truncate removes it when the script has none.
 std::vector<std::string> write_script_commands(const Script& s) {
-    if (s.content.find('\0') != std::string::npos) throw std::invalid_argument(s.rel + " holds a NUL byte");
+    if (s.content.find('\0') != std::string_view::npos) throw std::invalid_argument(s.rel + " holds a NUL byte");
     const std::string delim = heredoc_delimiter(s.content);
     const bool ends_with_newline = !s.content.empty() && s.content.back() == '\n';
     std::vector<std::string> cmds = {
@@ -174,12 +204,20 @@ public:
         std::map<std::string, std::vector<const ModuleOp*>> by_variable;
         for (const auto& op : module_.ops)
             if (op.kind == ModuleOp::Kind::setenv || op.kind == ModuleOp::Kind::prepend_path) by_variable[op.name].push_back(&op);
+        // Each carried operation's value, as extravar or extrapath gives it (made once).
+        std::map<const ModuleOp*, std::string> value_of;
         std::map<std::string, bool> carried;
         for (const auto& [name, ops] : by_variable) {
             bool ok = ops.front()->kind == ModuleOp::Kind::prepend_path || ops.size() == 1;
-            for (const ModuleOp* op : ops)
-                ok = ok && op->kind == ops.front()->kind &&
-                     (op->kind == ModuleOp::Kind::setenv ? extravar(*op).has_value() : extrapath(*op).has_value());
+            for (const ModuleOp* op : ops) {
+                if (!ok || op->kind != ops.front()->kind) {
+                    ok = false;
+                    break;
+                }
+                auto value = op->kind == ModuleOp::Kind::setenv ? extravar(*op) : extrapath(*op);
+                ok = value.has_value();
+                if (ok) value_of[op] = std::move(*value);
+            }
             carried[name] = ok;
         }
         ModuleForEasyBuild out;
@@ -188,12 +226,12 @@ public:
             const bool variable = op.kind == ModuleOp::Kind::setenv || op.kind == ModuleOp::Kind::prepend_path;
             if (variable && carried.at(op.name)) {
                 if (op.kind == ModuleOp::Kind::setenv) {
-                    out.extravars.emplace_back(op.name, *extravar(op));
+                    out.extravars.emplace_back(op.name, value_of.at(&op));
                 } else {
                     auto it = std::find_if(out.extrapaths.begin(), out.extrapaths.end(),
                                            [&](const auto& p) { return p.first == op.name; });
                     if (it == out.extrapaths.end()) it = out.extrapaths.insert(it, {op.name, {}});
-                    it->second.push_back(*extrapath(op));
+                    it->second.push_back(value_of.at(&op));
                 }
                 continue;
             }
@@ -366,8 +404,8 @@ void write_identity(PythonWriter& w, const Stack& stack, const char* easyblock, 
     }
     whatis.push_back(easybuild_string("URL: " + stack.homepage));
     w.assign_list("whatis", whatis);
-    w.assign("description", easybuild_lines(stack.description));
-    w.assign("usage", easybuild_lines(usage));
+    w.assign_lines("description", stack.description);
+    w.assign_lines("usage", usage);
     if (!stack.docurls.empty()) {
         std::vector<std::string> urls;
         for (const auto& u : stack.docurls) urls.push_back(easybuild_string(u));
@@ -399,9 +437,9 @@ void write_module(PythonWriter& w, const ModuleForEasyBuild& module) {
     if (!module.lua_footer.empty()) {
         w.comment("What EasyBuild cannot carry above (load-time code), once per module syntax from the same");
         w.comment("operations; EasyBuild's module sets `root` (the install dir) before it.");
-        w.assign("modluafooter", easybuild_lines(module.lua_footer));
+        w.assign_lines("modluafooter", module.lua_footer);
         w.blank();
-        w.assign("modtclfooter", easybuild_lines(module.tcl_footer));
+        w.assign_lines("modtclfooter", module.tcl_footer);
         w.blank();
     }
 }
@@ -435,6 +473,10 @@ std::string easyconfig(const Site& site, const StackPlan& plan) {
     const ModuleForEasyBuild module = ModuleSplit(plan.module).split();
 
     PythonWriter w;
+    // The scripts' literals are most of the file; about a quarter more for quotes and indents.
+    size_t script_bytes = 0;
+    for (const auto& s : scripts) script_bytes += s.content.size();
+    w.reserve(script_bytes + script_bytes / 4 + 16384);
     w.comment(stack.module_full_name() + " for site " + site.site.name + ": generated by sitegen; do not edit,");
     w.comment("change the site definition and regenerate.");
     w.blank();
@@ -467,7 +509,7 @@ std::string easyconfig(const Site& site, const StackPlan& plan) {
         w.blank();
     }
     w.comment("The scripts, byte for byte as sitegen generates them.");
-    for (const auto& s : scripts) w.assign(s.local_name, easybuild_lines(s.content));
+    for (const auto& s : scripts) w.assign_lines(s.local_name, s.content);
     w.blank();
     std::vector<std::string> cmds;
     for (const auto& step : install.steps) cmds.push_back(easybuild_command(step));
@@ -494,7 +536,7 @@ std::string easyconfig(const Site& site, const StackPlan& plan) {
     w.blank();
     write_module(w, module);
     w.assign("moduleclass", easybuild_string(stack.moduleclass));
-    return w.text();
+    return w.take();
 }
 
 }  // namespace

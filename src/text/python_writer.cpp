@@ -3,6 +3,7 @@
 #include "text/python_writer.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <string_view>
 
@@ -53,19 +54,38 @@ std::vector<std::string_view> plus_terms(std::string_view expr) {
     return terms;
 }
 
+// The bytes split_literal takes as one atom of one column that is no cut point: ASCII but
+// a backslash (an escape starts) or a space.
+constexpr std::array<bool, 256> kPlainAtom = [] {
+    std::array<bool, 256> plain{};
+    for (int c = 0; c < 0x80; ++c) plain[static_cast<size_t>(c)] = c != '\\' && c != ' ';
+    return plain;
+}();
+
 // A '...' literal (python_string's escapes: \\ \' \n \r \t \xNN \uNNNN, UTF-8 kept) as
 // adjacent literals of at most `width` characters each, same value: cut between escapes and
-// characters, after a space where one is in the second half of the piece. Gives the pieces'
-// bodies (views into `literal`, without quotes).
+// characters, after a space where one is in the second half of the piece. Calls
+// on_piece(body) for each piece in order (views into `literal`, without quotes).
 // One pass: only the last space of the piece being filled can be its cut (a space in the
 // first half is no cut, so neither is any before it), so that space is all it remembers.
-std::vector<std::string_view> split_literal(std::string_view literal, size_t width) {
+template <class OnPiece>
+void split_literal(std::string_view literal, size_t width, OnPiece on_piece) {
     const std::string_view body = literal.substr(1, literal.size() - 2);
     const size_t room = width > 12 ? width - 2 : 10;
-    std::vector<std::string_view> pieces;
     size_t begin = 0, atoms = 0, cols = 0;  // the piece being filled: body[begin, i)
     size_t space_end = std::string_view::npos, space_atoms = 0, space_cols = 0;  // its last space, through it
     for (size_t i = 0; i < body.size();) {
+        // Plain ASCII characters while the piece has room (most of a body): one atom and one
+        // column each, no cut before them, no space to remember.
+        if (cols < room && kPlainAtom[static_cast<unsigned char>(body[i])]) {
+            const size_t stop = std::min(body.size(), i + (room - cols));
+            size_t j = i + 1;
+            while (j < stop && kPlainAtom[static_cast<unsigned char>(body[j])]) ++j;
+            atoms += j - i;
+            cols += j - i;
+            i = j;
+            continue;
+        }
         size_t len = body[i] == '\\' && i + 1 < body.size()
                          ? (body[i + 1] == 'x' ? 4 : body[i + 1] == 'u' ? 6 : 2)
                          : utf8_length(static_cast<unsigned char>(body[i]));
@@ -73,12 +93,12 @@ std::vector<std::string_view> split_literal(std::string_view literal, size_t wid
         const size_t atom_cols = len == 1 ? 1 : columns(body.substr(i, len));
         if (atoms > 0 && cols + atom_cols > room) {
             if (space_end != std::string_view::npos && space_atoms > atoms / 2) {
-                pieces.push_back(body.substr(begin, space_end - begin));
+                on_piece(body.substr(begin, space_end - begin));
                 begin = space_end;
                 atoms -= space_atoms;
                 cols -= space_cols;
             } else {
-                pieces.push_back(body.substr(begin, i - begin));
+                on_piece(body.substr(begin, i - begin));
                 begin = i;
                 atoms = cols = 0;
             }
@@ -93,8 +113,21 @@ std::vector<std::string_view> split_literal(std::string_view literal, size_t wid
         }
         i += len;
     }
-    pieces.push_back(body.substr(begin));
-    return pieces;
+    on_piece(body.substr(begin));
+}
+
+// `literal` (a '...' literal too long for a line at `pad` spaces) as adjacent literals, one
+// per line at `pad` spaces, `sep` after the last; every line ended.
+void append_split_literal(std::string& out, size_t pad, std::string_view literal, std::string_view sep) {
+    bool first = true;
+    split_literal(literal, kMaxLine - pad - sep.size(), [&](std::string_view piece) {
+        if (!first) out.append("'\n");  // the previous piece's line ends
+        out.append(pad, ' ') += '\'';
+        out.append(piece);
+        first = false;
+    });
+    out += '\'';
+    out.append(sep) += '\n';
 }
 
 // Appends `lead` + `expr` + `trail` as lines of at most kMaxLine characters where the
@@ -132,13 +165,9 @@ void layout(std::string& out, std::string_view lead, std::string_view expr, std:
         const size_t term_cols = columns(term) + columns(sep);
         // A plain literal: '...' (a term holds no " + " outside quotes, plus_terms made sure).
         if (pad + term_cols > kMaxLine && term.size() >= 2 && term.front() == '\'' && term.back() == '\'') {
-            const auto pieces = split_literal(term, kMaxLine - pad - sep.size());
-            for (size_t k = 0; k < pieces.size(); ++k) {
-                if (open) out += '\n';
-                out.append(pad, ' ').append("'").append(pieces[k]).append("'").append(k + 1 < pieces.size() ? "" : sep);
-                open = true;  // open_cols is not read: no term joins a split literal's last piece
-            }
-            can_join = false;
+            if (open) out += '\n';
+            append_split_literal(out, pad, term, sep);
+            open = can_join = false;  // its lines are ended: no term joins a split literal's last piece
             continue;
         }
         if (can_join && pad + open_cols + 1 + term_cols <= kMaxLine) {
@@ -203,41 +232,51 @@ std::string python_list(const std::vector<std::string>& python_exprs, int indent
     return out;
 }
 
+namespace {
+
+// easybuild_lines(s, indent) appended to `out`, for `s` with a newline (this is most of an
+// easyconfig: the scripts, line by line). Every line is quoted in one pass over the text,
+// then the items too long for a line are split as layout splits them; `out` is unchanged
+// when the text is not valid UTF-8.
+void append_easybuild_lines(std::string& out, std::string_view text, int indent) {
+    // '%' runs are escaped over the whole text at once: neither a run nor a template holds a
+    // newline, so that is escaping each line.
+    std::string escaped;
+    if (text.find('%') != std::string_view::npos) {
+        escaped.reserve(text.size() + 64);
+        append_easybuild_escaped(escaped, text);
+        text = escaped;
+    }
+    // Each item is <lead>'<line>',\n (a newline of the text closes one, opens the next).
+    const std::string lead(static_cast<size_t>(indent) + 4, ' ');
+    std::string items = lead;
+    items.reserve(text.size() + text.size() / 4 + 64);
+    append_python_lines(items, text, false, "',\n" + lead + "'");
+    items += ",\n";
+    out.reserve(out.size() + items.size() + 64);
+    out += "'\\n'.join([\n";
+    // Runs of items that fit are copied whole. Only the items' newlines are raw in `items`.
+    size_t copied = 0;
+    for (size_t start = 0, nl; start < items.size(); start = nl + 1) {
+        nl = items.find('\n', start);
+        const std::string_view line = std::string_view(items).substr(start, nl - start);
+        // What layout does with one literal after indentation: one line if it fits in
+        // columns (bytes bound them from above), else split.
+        if (line.size() <= kMaxLine || columns(line) <= kMaxLine) continue;
+        out.append(items, copied, start - copied);
+        append_split_literal(out, lead.size(), line.substr(lead.size(), line.size() - lead.size() - 1), ",");
+        copied = nl + 1;
+    }
+    out.append(items, copied);
+    out.append(static_cast<size_t>(indent), ' ') += "])";
+}
+
+}  // namespace
+
 std::string easybuild_lines(const std::string& s, int indent) {
     if (s.find('\n') == std::string::npos) return easybuild_string(s);
-    // The list written straight into one string, each line's literal made in one reused
-    // buffer (this is most of an easyconfig: the scripts, line by line).
-    std::string out, escaped, literal;
-    out.reserve(s.size() + s.size() / 4 + 64);
-    out += "'\\n'.join([\n";
-    const std::string lead(static_cast<size_t>(indent) + 4, ' ');
-    const std::string_view text = s;
-    for (size_t start = 0;;) {
-        const size_t nl = text.find('\n', start);
-        const std::string_view line = text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
-        // The item goes straight into `out`; only a line too long in bytes is taken back
-        // out and laid out (it may still fit in columns).
-        const size_t item = out.size();
-        out += lead;
-        if (line.find('%') == std::string_view::npos) {
-            append_python_string(out, line);
-        } else {
-            escaped.clear();
-            append_easybuild_escaped(escaped, line);
-            append_python_string(out, escaped);
-        }
-        out += ',';
-        if (out.size() - item <= kMaxLine) {
-            out += '\n';
-        } else {
-            literal.assign(out, item + lead.size(), out.size() - 1 - item - lead.size());
-            out.resize(item);
-            layout(out, lead, literal, ",");
-        }
-        if (nl == std::string_view::npos) break;
-        start = nl + 1;
-    }
-    out.append(static_cast<size_t>(indent), ' ') += "])";
+    std::string out;
+    append_easybuild_lines(out, s, indent);
     return out;
 }
 
@@ -255,6 +294,23 @@ void PythonWriter::comment(const std::string& text) {
 
 void PythonWriter::blank() { out_ += "\n"; }
 
+void PythonWriter::assign_lines(const std::string& name, std::string_view text) {
+    // A value without a newline is one literal, which assign lays out (it may split it).
+    if (text.find('\n') == std::string_view::npos) {
+        assign(name, easybuild_string(std::string(text)));
+        return;
+    }
+    const size_t size = out_.size();
+    try {
+        out_.append(name).append(" = ");
+        append_easybuild_lines(out_, text, 0);
+    } catch (...) {
+        out_.resize(size);  // as assign(name, easybuild_lines(text)): nothing written
+        throw;
+    }
+    out_ += '\n';
+}
+
 void PythonWriter::assign(const std::string& name, const std::string& python_expr) {
     std::string lead = name;
     lead += " = ";
@@ -262,9 +318,14 @@ void PythonWriter::assign(const std::string& name, const std::string& python_exp
 }
 
 void PythonWriter::assign_list(const std::string& name, const std::vector<std::string>& python_exprs) {
-    std::string expr;
-    append_python_list(expr, python_exprs, 0);
-    assign(name, expr);
+    if (python_exprs.empty()) {
+        assign(name, "[]");
+        return;
+    }
+    // A list of items is several lines, which assign writes as they are: straight into the file.
+    out_.append(name).append(" = ");
+    append_python_list(out_, python_exprs, 0);
+    out_ += '\n';
 }
 
 void PythonWriter::assign_dict(const std::string& name, const std::vector<std::pair<std::string, std::string>>& items) {

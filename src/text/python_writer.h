@@ -45,7 +45,17 @@ public:
     void assign_list(const std::string& name, const std::vector<std::string>& python_exprs);
     // name = { key: value, one per line, values aligned }; keys are Python expressions.
     void assign_dict(const std::string& name, const std::vector<std::pair<std::string, std::string>>& items);
+    // name = easybuild_lines(text), written straight into the file (no copy of a long value).
+    void assign_lines(const std::string& name, std::string_view text);
+    // Room for `bytes` of text, so a long file is not copied as it grows.
+    void reserve(size_t bytes) { out_.reserve(bytes); }
     const std::string& text() const { return out_; }
+    // The text, moved out; the writer is empty after.
+    std::string take() {
+        std::string text = std::move(out_);
+        out_.clear();
+        return text;
+    }
 
 private:
     std::string out_;

@@ -77,6 +77,68 @@ std::string random_text(std::mt19937& rng, bool with_invalid) {
     return s;
 }
 
+// The lines of `s` as easybuild_lines makes them items: split at each '\n', the last one ''
+// when `s` ends with a newline.
+std::vector<std::string> lines_of(const std::string& s) {
+    std::vector<std::string> lines;
+    for (size_t start = 0;;) {
+        const size_t nl = s.find('\n', start);
+        lines.push_back(s.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+        if (nl == std::string::npos) return lines;
+        start = nl + 1;
+    }
+}
+
+size_t columns_of(const std::string& s) {
+    size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xc0) != 0x80;
+    return n;
+}
+
+// A long literal's pieces the slow obvious way, one atom (escape or code point) at a time:
+// at most `width` columns a piece (two for its quotes), cut after the piece's last space when
+// that space is past half its atoms, else before the atom that does not fit.
+std::vector<std::string> reference_pieces(const std::string& literal, size_t width) {
+    const std::string body = literal.substr(1, literal.size() - 2);
+    const size_t room = width > 12 ? width - 2 : 10;
+    std::vector<std::string> atoms;
+    for (size_t i = 0; i < body.size();) {
+        const unsigned char c = static_cast<unsigned char>(body[i]);
+        size_t len = c == '\\' ? (body[i + 1] == 'x' ? 4 : body[i + 1] == 'u' ? 6 : 2)
+                                : c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+        atoms.push_back(body.substr(i, len));
+        i += len;
+    }
+    std::vector<std::string> pieces;
+    std::vector<std::string> piece;  // its atoms
+    const auto cols = [](const std::vector<std::string>& p) {
+        size_t n = 0;
+        for (const auto& a : p) n += columns_of(a);
+        return n;
+    };
+    const auto text = [](const std::vector<std::string>& p, size_t from, size_t to) {
+        std::string s;
+        for (size_t k = from; k < to; ++k) s += p[k];
+        return s;
+    };
+    for (const auto& atom : atoms) {
+        if (!piece.empty() && cols(piece) + columns_of(atom) > room) {
+            size_t space = piece.size();  // atoms through the last space
+            while (space > 0 && piece[space - 1] != " ") --space;
+            if (space > 0 && space > piece.size() / 2) {
+                pieces.push_back(text(piece, 0, space));
+                piece.erase(piece.begin(), piece.begin() + static_cast<long>(space));
+            } else {
+                pieces.push_back(text(piece, 0, piece.size()));
+                piece.clear();
+            }
+        }
+        piece.push_back(atom);
+    }
+    pieces.push_back(text(piece, 0, piece.size()));
+    return pieces;
+}
+
 }  // namespace
 
 TEST_CASE("python_string agrees with a per-code-point reference on random text", "[python_writer]") {
@@ -158,5 +220,102 @@ while 'v%d' % i in ns:
     for (size_t i = 0; i < values.size(); ++i) {
         INFO("value " << i);
         CHECK(read_file(dir.file("out." + std::to_string(i))) == values[i]);
+    }
+}
+
+TEST_CASE("append_python_lines is each line's python_string, joined by the line break", "[python_writer]") {
+    std::mt19937 rng(1170);
+    const std::string line_break = "',\n    '";
+    for (int i = 0; i < 5000; ++i) {
+        const std::string s = random_text(rng, true);
+        const bool eb = rng() % 2 == 0;
+        INFO("input " << i);
+        std::string expected = "'";
+        bool valid = true;
+        try {
+            const auto lines = lines_of(s);
+            for (size_t k = 0; k < lines.size(); ++k) {
+                const std::string literal = reference_python_string(lines[k], eb);
+                expected += (k == 0 ? "" : line_break) + literal.substr(1, literal.size() - 2);
+            }
+        } catch (const std::invalid_argument&) {
+            valid = false;
+        }
+        std::string out = "prefix";
+        if (valid) {
+            append_python_lines(out, s, eb, line_break);
+            CHECK(out == "prefix" + expected + "'");
+        } else {
+            CHECK_THROWS_AS(append_python_lines(out, s, eb, line_break), std::invalid_argument);
+            CHECK(out == "prefix");  // left as it was
+        }
+    }
+}
+
+TEST_CASE("easybuild_lines and assign_lines lay out one literal per line as python_list does", "[python_writer]") {
+    std::mt19937 rng(52096);
+    for (int i = 0; i < 3000; ++i) {
+        const std::string s = random_text(rng, true);
+        const int indent = static_cast<int>(rng() % 9);
+        INFO("input " << i << " indent " << indent);
+        std::string expected;
+        bool valid = true;
+        try {
+            if (s.find('\n') == std::string::npos) {
+                expected = easybuild_string(s);
+            } else {
+                std::vector<std::string> literals;
+                for (const auto& line : lines_of(s)) literals.push_back(easybuild_string(line));
+                expected = "'\\n'.join(" + python_list(literals, indent) + ")";
+            }
+        } catch (const std::invalid_argument&) {
+            valid = false;
+        }
+        PythonWriter w;
+        w.assign("before", "1");
+        if (valid) {
+            CHECK(easybuild_lines(s, indent) == expected);
+            PythonWriter reference;
+            reference.assign("before", "1");
+            reference.assign("v", easybuild_lines(s));
+            w.assign_lines("v", s);
+            CHECK(w.text() == reference.text());
+        } else {
+            CHECK_THROWS_AS(easybuild_lines(s, indent), std::invalid_argument);
+            CHECK_THROWS_AS(w.assign_lines("v", s), std::invalid_argument);
+            CHECK(w.text() == "before = 1\n");  // nothing written
+        }
+    }
+}
+
+TEST_CASE("long literals are cut where a per-atom reference cuts them", "[python_writer]") {
+    std::mt19937 rng(120);
+    for (int i = 0; i < 3000; ++i) {
+        std::string s;
+        do s += random_text(rng, false); while (s.size() < 100);
+        const std::string literal = python_string(s);
+        INFO("input " << i);
+        PythonWriter w;
+        w.assign("x", literal);
+        std::string expected = "x = " + literal + "\n";
+        if (columns_of(expected) > 121) {  // 120 and the newline
+            expected = "x = (\n";
+            for (const auto& piece : reference_pieces(literal, 116)) expected += "    '" + piece + "'\n";
+            expected += ")\n";
+        }
+        CHECK(w.text() == expected);
+    }
+}
+
+TEST_CASE("assign_list writes what assign writes for the list's expression", "[python_writer]") {
+    std::mt19937 rng(35);
+    for (int i = 0; i < 500; ++i) {
+        std::vector<std::string> items;
+        const size_t n = rng() % 4;
+        for (size_t k = 0; k < n; ++k) items.push_back(python_string(random_text(rng, false)));
+        PythonWriter w, reference;
+        w.assign_list("cmds", items);
+        reference.assign("cmds", python_list(items));
+        CHECK(w.text() == reference.text());
     }
 }

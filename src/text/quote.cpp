@@ -2,6 +2,7 @@
 #include "text/quote.h"
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -15,13 +16,6 @@ void append_decimal_escape(std::string& out, unsigned char c) {
     out += static_cast<char>('0' + c / 100);
     out += static_cast<char>('0' + (c / 10) % 10);
     out += static_cast<char>('0' + c % 10);
-}
-
-void append_hex_escape(std::string& out, unsigned char c) {
-    static const char* hex = "0123456789abcdef";
-    out += "\\x";
-    out += hex[c >> 4];
-    out += hex[c & 15];
 }
 
 size_t utf8_length(unsigned char lead) {
@@ -75,37 +69,6 @@ bool is_invisible_or_line_breaking(uint32_t cp) {
            cp == 0xfeff;
 }
 
-void append_unicode_escape(std::string& out, uint32_t cp) {
-    static const char* hex = "0123456789abcdef";
-    out += "\\u";
-    for (int shift = 12; shift >= 0; shift -= 4) out += hex[(cp >> shift) & 15];
-}
-
-void append_python_ascii(std::string& out, unsigned char c, bool easybuild_template) {
-    switch (c) {
-        case '\\': out += "\\\\"; break;
-        case '\'': out += "\\'"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '%': out += easybuild_template ? "%%" : "%"; break;
-        default:
-            if (c < 0x20 || c == 0x7f) append_hex_escape(out, c);
-            else out += static_cast<char>(c);
-    }
-}
-
-// The bytes a Python '...' literal holds as they are: printable ASCII, not \\ or ', and for
-// EasyBuild's templating not '%' either (it is doubled). Indexed [easybuild_template][byte].
-constexpr std::array<std::array<bool, 256>, 2> kPythonRaw = [] {
-    std::array<std::array<bool, 256>, 2> raw{};
-    for (int c = 0x20; c < 0x7f; ++c) {
-        raw[0][static_cast<size_t>(c)] = c != '\\' && c != '\'';
-        raw[1][static_cast<size_t>(c)] = raw[0][static_cast<size_t>(c)] && c != '%';
-    }
-    return raw;
-}();
-
 // Bytes a Lua "..." literal holds as they are: printable ASCII, not \\ or ".
 constexpr std::array<bool, 256> kLuaRaw = [] {
     std::array<bool, 256> raw{};
@@ -121,24 +84,109 @@ constexpr std::array<bool, 256> kDoubleQuotedRaw = [] {
     return raw;
 }();
 
-// The length of the run of bytes from s[i] that kPythonRaw[easybuild_template] holds as they
-// are, tested eight at a time (text is mostly such runs): a word is skipped whole when none
-// of its bytes is < 0x20, > 0x7e, \\, ' (or %). The word tests are the "any byte" forms of
-// haszero/hasless/hasmore from https://graphics.stanford.edu/~seander/bithacks.html, exact
-// as yes/no answers; the byte that ends the run is found by the caller's table.
-size_t python_raw_words(std::string_view s, size_t i, bool easybuild_template) {
-    constexpr uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
-    const auto has_zero = [](uint64_t x) { return (x - ones) & ~x & high; };
-    const size_t start = i;
-    for (uint64_t w; i + 8 <= s.size(); i += 8) {
-        std::memcpy(&w, s.data() + i, 8);
-        const uint64_t special = ((w - ones * 0x20) & ~w & high) |   // a byte < 0x20
-                                 (((w + ones * 0x01) | w) & high) |  // a byte > 0x7e
-                                 has_zero(w ^ (ones * '\\')) | has_zero(w ^ (ones * '\'')) |
-                                 (easybuild_template ? has_zero(w ^ (ones * '%')) : 0);
-        if (special) break;
+// The bytes a Python '...' literal holds as they are: printable ASCII, not \\ or ', and for
+// EasyBuild's templating not '%' either (it is doubled). Indexed [easybuild_template][byte].
+constexpr std::array<std::array<bool, 256>, 2> kPythonRaw = [] {
+    std::array<std::array<bool, 256>, 2> raw{};
+    for (int c = 0x20; c < 0x7f; ++c) {
+        raw[0][static_cast<size_t>(c)] = c != '\\' && c != '\'';
+        raw[1][static_cast<size_t>(c)] = raw[0][static_cast<size_t>(c)] && c != '%';
     }
-    return i - start;
+    return raw;
+}();
+
+// Sixteen bytes at a time, with GCC's and Clang's vector extensions (SSE2 on x86-64, NEON
+// on ARM): each comparison gives a byte of all ones where it holds, all zeros elsewhere.
+using Bytes16 = unsigned char __attribute__((vector_size(16)));
+
+// How many of the sixteen bytes at `p` kPythonRaw[kTemplate] holds, before the first that
+// needs escaping (< 0x20, > 0x7e, \\, ', and % for EasyBuild's templating); 16 when none
+// does, the common case.
+template <bool kTemplate>
+size_t python_raw_prefix(const char* p) {
+    Bytes16 v;
+    std::memcpy(&v, p, sizeof v);
+    auto special = (v - 0x20 > 0x5e) | (v == '\\') | (v == '\'');  // < 0x20 wraps round: not 0x20..0x7e
+    if constexpr (kTemplate) special |= v == '%';
+    uint64_t half[2];
+    std::memcpy(half, &special, sizeof half);
+    // The first flagged byte in text order: the lowest of a half on a little-endian machine.
+    const auto first = [](uint64_t h) {
+        return static_cast<size_t>(std::endian::native == std::endian::little ? std::countr_zero(h) : std::countl_zero(h)) / 8;
+    };
+    return half[0] ? first(half[0]) : half[1] ? 8 + first(half[1]) : 16;
+}
+
+// Output gathered in a fixed buffer and appended to a string a block at a time: the Python
+// writer puts its bytes sixteen, two or one at a time, each of which std::string would check
+// for room and terminate.
+class BlockAppender {
+public:
+    static constexpr size_t kMaxPut = 16;  // the most bytes written at one room()
+
+    explicit BlockAppender(std::string& out) : out_(out) {}
+    // Where to write up to kMaxPut bytes; then advance() by the bytes kept.
+    char* room() {
+        if (used_ > sizeof(buf_) - kMaxPut) flush();
+        return buf_ + used_;
+    }
+    void advance(size_t n) { used_ += n; }
+    void put(char c) {
+        *room() = c;
+        ++used_;
+    }
+    void put(std::string_view s) {
+        if (s.size() > kMaxPut) {
+            flush();
+            out_.append(s);
+            return;
+        }
+        std::memcpy(room(), s.data(), s.size());
+        used_ += s.size();
+    }
+    void flush() {
+        out_.append(buf_, used_);
+        used_ = 0;
+    }
+
+private:
+    char buf_[2048];
+    size_t used_ = 0;
+    std::string& out_;
+};
+
+void put_hex_escape(BlockAppender& out, unsigned char c) {
+    static const char* hex = "0123456789abcdef";
+    char* o = out.room();
+    o[0] = '\\';
+    o[1] = 'x';
+    o[2] = hex[c >> 4];
+    o[3] = hex[c & 15];
+    out.advance(4);
+}
+
+void put_unicode_escape(BlockAppender& out, uint32_t cp) {
+    static const char* hex = "0123456789abcdef";
+    char* o = out.room();
+    o[0] = '\\';
+    o[1] = 'u';
+    for (int k = 0; k < 4; ++k) o[2 + k] = hex[(cp >> (12 - 4 * k)) & 15];
+    out.advance(6);
+}
+
+// An ASCII byte as a Python literal writes it.
+void put_python_ascii(BlockAppender& out, unsigned char c, bool easybuild_template) {
+    switch (c) {
+        case '\\': out.put("\\\\"); break;
+        case '\'': out.put("\\'"); break;
+        case '\n': out.put("\\n"); break;
+        case '\r': out.put("\\r"); break;
+        case '\t': out.put("\\t"); break;
+        case '%': out.put(easybuild_template ? "%%" : "%"); break;
+        default:
+            if (c < 0x20 || c == 0x7f) put_hex_escape(out, c);
+            else out.put(static_cast<char>(c));
+    }
 }
 
 bool is_bare_bash_char(char c) {
@@ -225,25 +273,37 @@ std::string bash_word_expanding_braced_vars(std::string_view s) {
     return "\"" + out + bash_double_quoted(s.substr(literal)) + "\"";
 }
 
-void append_python_string(std::string& out, std::string_view s, bool easybuild_template) {
-    // One pass that validates and copies runs of bytes written as they are, so a value
-    // costs a table lookup per byte; on invalid UTF-8, `out` is put back as it was.
+namespace {
+
+// append_python_string, each '\n' written as `*line_break` when one is given.
+template <bool kTemplate>
+void append_python(std::string& out, std::string_view s, const std::string_view* line_break) {
+    // One pass that validates and copies the bytes written as they are sixteen at a time
+    // where it can, else by table; on invalid UTF-8, `out` is put back as it was.
     const size_t start = out.size();
     out.reserve(start + s.size() + 2);
-    out += '\'';
-    const std::array<bool, 256>& raw = kPythonRaw[easybuild_template ? 1 : 0];
-    size_t run = 0;  // start of the bytes not yet copied
+    BlockAppender o(out);
+    o.put('\'');
+    const bool easybuild_template = kTemplate;
     for (size_t i = 0; i < s.size();) {
-        i += python_raw_words(s, i, easybuild_template);
-        if (i == s.size()) break;
+        if (i + 16 <= s.size()) {
+            const size_t n = python_raw_prefix<kTemplate>(s.data() + i);
+            std::memcpy(o.room(), s.data() + i, 16);  // all sixteen written, the raw ones kept
+            o.advance(n);
+            i += n;
+            if (n == 16) continue;
+        }
         const unsigned char c = static_cast<unsigned char>(s[i]);
-        if (raw[c]) {
+        if (kPythonRaw[kTemplate ? 1 : 0][c]) {  // in the last bytes, which make no whole block
+            o.put(static_cast<char>(c));
             ++i;
             continue;
         }
-        out.append(s.data() + run, i - run);
-        if (c < 0x80) {
-            append_python_ascii(out, c, easybuild_template);
+        if (c == '\n' && line_break) {
+            o.put(*line_break);
+            ++i;
+        } else if (c < 0x80) {
+            put_python_ascii(o, c, easybuild_template);
             ++i;
         } else {
             uint32_t cp = 0;
@@ -253,14 +313,25 @@ void append_python_string(std::string& out, std::string_view s, bool easybuild_t
                 throw std::invalid_argument("a Python string literal needs valid UTF-8 text");
             }
             // Readable text (accents, CJK) stays as UTF-8 so easyconfigs read naturally.
-            if (is_invisible_or_line_breaking(cp)) append_unicode_escape(out, cp);
-            else out.append(s.data() + i, len);
+            if (is_invisible_or_line_breaking(cp)) put_unicode_escape(o, cp);
+            else o.put(s.substr(i, len));
             i += len;
         }
-        run = i;
     }
-    out.append(s.data() + run, s.size() - run);
-    out += '\'';
+    o.put('\'');
+    o.flush();
+}
+
+}  // namespace
+
+void append_python_string(std::string& out, std::string_view s, bool easybuild_template) {
+    if (easybuild_template) append_python<true>(out, s, nullptr);
+    else append_python<false>(out, s, nullptr);
+}
+
+void append_python_lines(std::string& out, std::string_view s, bool easybuild_template, std::string_view line_break) {
+    if (easybuild_template) append_python<true>(out, s, &line_break);
+    else append_python<false>(out, s, &line_break);
 }
 
 std::string python_string(std::string_view s, bool easybuild_template) {

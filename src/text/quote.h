@@ -36,6 +36,10 @@ std::string bash_word_expanding_braced_vars(std::string_view s);
 std::string python_string(std::string_view s, bool easybuild_template = false);
 // python_string(s, easybuild_template) appended to `out` (unchanged when it throws).
 void append_python_string(std::string& out, std::string_view s, bool easybuild_template = false);
+// append_python_string, but each '\n' of `s` is written as `line_break`, the caller's text
+// that ends the literal and starts the next (e.g. "',\n    '"), so that each line of `s`
+// becomes a literal of its own. Unchanged `out` when it throws.
+void append_python_lines(std::string& out, std::string_view s, bool easybuild_template, std::string_view line_break);
 
 // True if `s` is valid UTF-8 and holds no NUL byte.
 bool is_valid_utf8_without_nul(std::string_view s);
