@@ -333,14 +333,17 @@ bool up_to_date(FileSystem& fs, const Request& request, const std::string& state
     for (const auto& name : names) {
         std::string text, error;
         if (!fs.read(state_path(state_dir, name), text, error, kMaxOutputFileBytes)) return false;
+        // Its inputs first: when they changed, the rest is read by the build (on the look's thread).
+        BuildState inputs;
+        if (!parse_state(text, inputs, true) || inputs.inputs.empty() ||
+            inputs.inputs != inputs_digest(request, inputs.rule_dirs, answer_again(fs, inputs.queries)))
+            return false;
         BuildState& state = states[name];
         if (!parse_state(text, state)) {
             states.erase(name);  // (a text cut short leaves a partial state: never used)
             return false;
         }
-        if (state.inputs.empty() || state.manifests.size() != 2 ||
-            state.inputs != inputs_digest(request, state.rule_dirs, answer_again(fs, state.queries)))
-            return false;
+        if (state.inputs != inputs.inputs || state.manifests.size() != 2) return false;
         const auto same = [&](const auto& stats, TreeEntry::Type type) {
             for (const auto& [path, stat] : stats) {
                 TreeEntry e;

@@ -201,7 +201,7 @@ bool state_is_writable(const BuildState& state) {
     return true;
 }
 
-bool parse_state(const std::string& text, BuildState& state) {
+bool parse_state(const std::string& text, BuildState& state, bool inputs_only) {
     state = {};
     const size_t header = std::char_traits<char>::length(kStateHeader);
     if (text.compare(0, header, kStateHeader) != 0) return false;
@@ -231,6 +231,8 @@ bool parse_state(const std::string& text, BuildState& state) {
             d.hint = in.bytes(hint);
             if (in.rest_of_line() != "") return state = {}, false;
             state.findings.push_back(std::move(d));
+        } else if (inputs_only && (kind == "manifest" || kind == "dir" || kind == "file" || kind == "stack")) {
+            return true;
         } else if (kind == "manifest" || kind == "dir" || kind == "file") {
             const FileStat s = in.stat();
             std::string path = in.rest_of_line();

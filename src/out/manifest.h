@@ -63,8 +63,10 @@ std::string state_text(const BuildState& state);
 // False when the state cannot be written as text (a path or name with a newline, a stack
 // file without its stat): the caller removes the old state instead.
 bool state_is_writable(const BuildState& state);
-// False (and `state` empty) when the text is not a state this sitegen wrote.
-bool parse_state(const std::string& text, BuildState& state);
+// False (and `state` empty) when the text is not a state this sitegen wrote. With
+// `inputs_only`, reads only what precedes the tree's stats (inputs, rule dirs, queries,
+// findings): enough to tell whether a build is up to date before reading 100,000 lines.
+bool parse_state(const std::string& text, BuildState& state, bool inputs_only = false);
 // `dir` is the out dir's state directory: $SITEGEN_STATE_DIR, else $XDG_CACHE_HOME/sitegen,
 // else ~/.cache/sitegen, then a digest of the out dir's absolute path.
 std::string state_path(const std::string& dir, const std::string& site_name);

@@ -65,6 +65,20 @@ TEST_CASE("the build state keeps the inputs and findings an up-to-date build rep
     CHECK(back.findings[0].where.column == 3);
     CHECK(back.findings[1].severity == Severity::note);
     CHECK(back.dirs == state.dirs);
+    // The inputs alone: the same inputs, rule dirs, queries and findings, none of the tree.
+    state.stacks["PyTorch/2.4"] = {std::string(64, 'c'), false, {"modules-out/s/a"}};
+    state.files["modules-out/s/a"] = {1, 2, 3};
+    BuildState inputs;
+    REQUIRE(parse_state(state_text(state), inputs, true));
+    CHECK(inputs.inputs == state.inputs);
+    CHECK(inputs.rule_dirs == state.rule_dirs);
+    CHECK(inputs.queries.size() == 2);
+    CHECK(inputs.findings.size() == 2);
+    CHECK(inputs.manifests.empty());
+    CHECK(inputs.dirs.empty());
+    CHECK(inputs.stacks.empty());
+    CHECK(inputs.files.empty());
+    CHECK_FALSE(parse_state("# something else\n", inputs, true));
     // A path with a newline cannot be a line of the state: it is not written at all.
     state.dirs["modules-out/s/a\nb"] = {};
     CHECK_FALSE(state_is_writable(state));
