@@ -639,7 +639,7 @@ Result run_build(FileSystem& fs, const Request& request) {
         // == 1: one after the other in this thread, as before).
         const unsigned threads = render_threads();
         BatchedSelfCheck self_check(threads > 1);  // what the self-check runs
-        std::vector<std::string> paths;
+        const size_t twice_before = publisher.added_twice().size();
         try {
             StackSteps steps;
             steps.wanted = [&](size_t i) { return p.kept[i].empty(); };
@@ -652,7 +652,6 @@ Result run_build(FileSystem& fs, const Request& request) {
                     record.rebuilt = false;
                     for (const auto& k : p.kept[i]) {
                         record.files.push_back(k.path);
-                        paths.push_back(k.path);
                         publisher.add_kept(k, diags);
                     }
                     p.kept[i] = {};
@@ -661,7 +660,6 @@ Result run_build(FileSystem& fs, const Request& request) {
                 for (size_t j = 0; j < rendered->files.size(); ++j) {
                     OutputFile& f = rendered->files[j];
                     record.files.push_back(f.path);
-                    paths.push_back(f.path);
                     publisher.add(f, std::move(rendered->hashes[j]), diags);
                     // Nothing reaches the tree that the Lmod recorder rejects (load and unload
                     // mode); kept outputs passed it when they were rendered.
@@ -675,12 +673,13 @@ Result run_build(FileSystem& fs, const Request& request) {
                         "please report this with the site file");
             continue;
         }
-        // Two outputs at one path would silently lose one: refuse instead.
-        std::sort(paths.begin(), paths.end());
-        for (size_t i = 1; i < paths.size(); ++i)
-            if (paths[i] == paths[i - 1])
-                diags.error(l.site.where("stacks"), "two outputs would be written to '" + paths[i] +
-                                                        "' (stacks with the same name and version?)");
+        // Two outputs at one path would silently lose one: refuse instead (in path order).
+        std::vector<std::string> twice(publisher.added_twice().begin() + static_cast<std::ptrdiff_t>(twice_before),
+                                       publisher.added_twice().end());
+        std::sort(twice.begin(), twice.end());
+        for (const auto& path : twice)
+            diags.error(l.site.where("stacks"), "two outputs would be written to '" + path +
+                                                    "' (stacks with the same name and version?)");
         self_check.finish(diags);
     }
     // Errors of rendering or the self-check (a failed write is the publisher's: exit 3 below).

@@ -391,7 +391,9 @@ bool Publisher::add(const OutputFile& f, std::string hash, Diagnostics& diags) {
         return false;
     }
     const std::string rel = f.path.substr(r->root.size() + 1);
-    Root::Wanted& want = r->fresh[rel];
+    const auto [slot, first] = r->fresh.try_emplace(rel);
+    if (!first) added_twice_.push_back(f.path);
+    Root::Wanted& want = slot->second;
     want.hash = std::move(hash);
     want.mode = f.executable ? 0755u : 0644u;
     ++files_;
@@ -412,7 +414,9 @@ bool Publisher::add_kept(const KeptFile& k, Diagnostics& diags) {
         return false;
     }
     const std::string rel = k.path.substr(r->root.size() + 1);
-    Root::Wanted& want = r->fresh[rel];
+    const auto [slot, first] = r->fresh.try_emplace(rel);
+    if (!first) added_twice_.push_back(k.path);
+    Root::Wanted& want = slot->second;
     want.hash = k.hash;
     want.mode = k.executable ? 0755u : 0644u;
     want.kept = true;

@@ -85,6 +85,9 @@ public:
     void discard();
 
     bool io_error() const { return io_error_; }
+    // Every path added (or kept) again after its first add, in the order it came (the last
+    // one added is what would be staged): two outputs at one path, which the caller refuses.
+    const std::vector<std::string>& added_twice() const { return added_twice_; }
     // How many looks were taken (begin() takes another when the earlier one no longer holds).
     unsigned looks() const { return looks_; }
     size_t files() const { return files_; }
@@ -101,6 +104,7 @@ private:
     PublishOptions options_;
     std::vector<Root> state_;
     std::unordered_map<std::string, FileStat> written_;  // stats of the files written into spares
+    std::vector<std::string> added_twice_;
     size_t files_ = 0;
     unsigned looks_ = 0;
     bool looked_ = false, begun_ = false, failed_ = false, io_error_ = false;

@@ -367,6 +367,22 @@ TEST_CASE("the publisher stages each added file at once, so the caller can drop 
     CHECK(diags.error_count() == 0);
 }
 
+TEST_CASE("a path added or kept again is listed each time after its first add, in the order it came", "[publish]") {
+    MemoryFs fs;
+    Diagnostics diags;
+    REQUIRE(run(fs, tree("one"), diags));
+    Publisher publisher(fs, kRoots, {"out", false, false});
+    REQUIRE(publisher.begin(diags));
+    const OutputList two = tree("two");
+    for (const auto& f : two) REQUIRE(publisher.add(f, diags));
+    CHECK(publisher.added_twice().empty());
+    REQUIRE(publisher.add(two[2], diags));
+    REQUIRE(publisher.add(two[0], diags));
+    publisher.add_kept({two[2].path, "0", false}, diags);  // (not on the live tree as kept: refused, but listed)
+    CHECK(publisher.added_twice() == std::vector<std::string>{two[2].path, two[0].path, two[2].path});
+    publisher.discard();
+}
+
 namespace {
 
 // publish() on the real disk, with the look taken at a chosen moment: before `meanwhile` runs
