@@ -505,6 +505,132 @@ struct BuildWorkingSet {
     PublishReport report;
 };
 
+namespace {
+
+// What --prefix may be: an absolute path without the separators of PATH-like lists and binds.
+bool usable_prefix(const std::string& p) {
+    bool bad = p.empty() || p[0] != '/' || p.find_first_of(":,") != std::string::npos;
+    for (unsigned char c : p) bad = bad || c < 0x20 || c == 0x7f;
+    return !bad;
+}
+
+// What a site's build needs besides the site: its plan options, each stack's build key, and
+// each stack's files when it need not be rendered (kept_stacks).
+struct PreparedSite {
+    PlanOptions options;
+    std::vector<std::string> keys;
+    std::vector<std::vector<KeptFile>> kept;
+};
+
+// Renders the stacks of a site that need it (on worker threads) and hands every stack's files
+// to the publisher in stack order, recording them in `next`; rendered modulefiles are
+// self-checked meanwhile.
+void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, BuildState& next, Diagnostics& diags) {
+    // Stacks render on worker threads and come back here in stack order, hashed, to be
+    // staged; the self-check runs on batches of modulefiles meanwhile (render_threads()
+    // == 1: one after the other in this thread, as before).
+    const unsigned threads = render_threads();
+    BatchedSelfCheck self_check(threads > 1);  // what the self-check runs
+    const size_t twice_before = publisher.added_twice().size();
+    try {
+        StackSteps steps;
+        steps.wanted = [&](size_t i) { return p.kept[i].empty(); };
+        steps.render = [&](size_t i, OutputList& part) { emit_stack(l.site, l.site.stacks[i], p.options, part); };
+        steps.deliver = [&](size_t i, RenderedStack* rendered) {
+            const std::string id = l.site.stacks[i].module_full_name();
+            BuildState::StackRecord& record = next.stacks[id];
+            record = {p.keys[i], true, {}};
+            if (!rendered) {
+                record.rebuilt = false;
+                for (const auto& k : p.kept[i]) {
+                    record.files.push_back(k.path);
+                    publisher.add_kept(k, diags);
+                }
+                p.kept[i] = {};
+                return;
+            }
+            for (size_t j = 0; j < rendered->files.size(); ++j) {
+                OutputFile& f = rendered->files[j];
+                record.files.push_back(f.path);
+                publisher.add(f, std::move(rendered->hashes[j]), diags);
+                // Nothing reaches the tree that the Lmod recorder rejects (load and unload
+                // mode); kept outputs passed it when they were rendered.
+                if (is_self_checked(f.path)) self_check.add(std::move(f));
+            }
+        };
+        render_stacks(l.site.stacks.size(), threads, steps);
+    } catch (const std::exception& e) {
+        // Checks should have refused the input; never crash or write half a tree.
+        diags.error(l.site.where(""), std::string("internal error while generating outputs: ") + e.what(),
+                    "please report this with the site file");
+        return;
+    }
+    // Two outputs at one path would silently lose one: refuse instead (in path order).
+    std::vector<std::string> twice(publisher.added_twice().begin() + static_cast<std::ptrdiff_t>(twice_before),
+                                   publisher.added_twice().end());
+    std::sort(twice.begin(), twice.end());
+    for (const auto& path : twice)
+        diags.error(l.site.where("stacks"), "two outputs would be written to '" + path +
+                                                "' (stacks with the same name and version?)");
+    self_check.finish(diags);
+}
+
+// Records a site's build state after its publish (a cache: replaced whole by write + rename;
+// when it cannot be written the next build renders everything, so that is only a warning).
+void record_state(FileSystem& fs, const Request& request, const std::string& state_dir, const Loaded& l,
+                  BuildState& state, PublishReport& report, Result& result) {
+    for (const std::string& root : {modules_root(l.site), easyconfigs_root(l.site)})
+        if (report.manifest_stats.count(root)) state.manifests[root] = report.manifest_stats[root];
+    bool complete = true;
+    state.files.reserve(report.stats.size());
+    for (const auto& [id, record] : state.stacks)
+        for (const auto& path : record.files) {
+            auto node = report.stats.extract(path);  // (each path is one stack's)
+            if (node.empty()) complete = false;
+            else state.files.insert(std::move(node));
+        }
+    // The inputs, when check's findings can be repeated exactly (none cut or left out).
+    bool repeatable = l.findings_complete;
+    for (const auto& d : l.findings)
+        repeatable = repeatable && d.message.size() <= kMaxMessageBytes && d.hint.size() <= kMaxMessageBytes;
+    if (repeatable) {
+        state.inputs = inputs_digest(request, l.rule_dirs, l.answers);
+        state.queries = l.queries;
+        state.rule_dirs = l.rule_dirs;
+        state.findings = l.findings;
+    }
+    // Every directory of the roots: a new or removed entry changes its directory's mtime.
+    const std::string modules = modules_root(l.site), easyconfigs = easyconfigs_root(l.site);
+    std::unordered_set<std::string_view> dirs;  // views into state.files' keys
+    for (const auto& [path, stat] : state.files) {
+        const std::string_view p(path);
+        for (auto slash = p.rfind('/'); slash != std::string_view::npos && slash > 0; slash = p.rfind('/', slash - 1)) {
+            const std::string_view dir = p.substr(0, slash);
+            if (!dirs.insert(dir).second) break;  // and its parents, already added
+            if (dir == modules || dir == easyconfigs) break;
+        }
+    }
+    state.dirs.reserve(dirs.size());
+    for (const auto dir : dirs) state.dirs.emplace(std::string(dir), FileStat{});
+    for (auto& [dir, stat] : state.dirs) {
+        TreeEntry e;
+        if (!fs.entry(under_out(request.out_dir, dir), e) || e.type != TreeEntry::Type::dir) complete = false;
+        else stat = stat_of(e);
+    }
+    complete = complete && state_is_writable(state);
+    const std::string path = state_path(state_dir, l.site.site.name);
+    const std::string temp = path + ".new-" + std::to_string(::getpid());
+    std::string error;
+    const bool written = complete ? fs.write(temp, state_text(state), false, error) &&
+                                        fs.rename(temp, path, error)
+                                  : fs.remove_all(path, error);
+    if (!written)
+        result.err += "sitegen: warning: cannot record the build state (the next build renders every stack): " +
+                      error + "\n";
+}
+
+}  // namespace
+
 Result run_build(FileSystem& fs, const Request& request) {
     Result result;
     auto working = std::make_unique<BuildWorkingSet>();
@@ -513,15 +639,10 @@ Result run_build(FileSystem& fs, const Request& request) {
         bool leave;
         ~Leave() { if (leave) (void)w.release(); }
     } leave{working, request.leave_working_set};
-    if (request.prefix) {
-        const std::string& p = *request.prefix;
-        bool bad = p.empty() || p[0] != '/' || p.find_first_of(":,") != std::string::npos;
-        for (unsigned char c : p) bad = bad || c < 0x20 || c == 0x7f;
-        if (bad) {
-            result.err += "sitegen: error: --prefix must be an absolute path without ':', ',' or control characters\n";
-            result.exit_code = kExitUsage;
-            return result;
-        }
+    if (request.prefix && !usable_prefix(*request.prefix)) {
+        result.err += "sitegen: error: --prefix must be an absolute path without ':', ',' or control characters\n";
+        result.exit_code = kExitUsage;
+        return result;
     }
     const std::string state_dir = state_dir_of(request.out_dir);
     auto& states_read = working->states_read;
@@ -598,15 +719,10 @@ Result run_build(FileSystem& fs, const Request& request) {
 
     auto& next = working->next;  // what each site's state will record
     next.resize(sites.size());
-    struct Prepared {
-        PlanOptions options;
-        std::vector<std::string> keys;  // each stack's build key
-        std::vector<std::vector<KeptFile>> kept;  // each stack's files when it is not rendered
-    };
-    std::vector<Prepared> prepared(sites.size());
+    std::vector<PreparedSite> prepared(sites.size());
     for (size_t s = 0; s < sites.size(); ++s) {
         const Loaded& l = sites[s];
-        Prepared& p = prepared[s];
+        PreparedSite& p = prepared[s];
         p.options.prefix = request.prefix ? *request.prefix : l.site.site.install_prefix;
         p.options.hooks = l.hooks;
         p.keys = stack_keys(fs, l, p.options);
@@ -631,57 +747,8 @@ Result run_build(FileSystem& fs, const Request& request) {
     // Each stack's files are handed to the publisher as they are rendered (it stages them in
     // the spare trees and keeps their hashes), so the build holds one stack's output at a time,
     // plus the modulefiles for the self-check.
-    for (size_t s = 0; s < sites.size() && !diags.has_errors(); ++s) {
-        const Loaded& l = sites[s];
-        Prepared& p = prepared[s];
-        // Stacks render on worker threads and come back here in stack order, hashed, to be
-        // staged; the self-check runs on batches of modulefiles meanwhile (render_threads()
-        // == 1: one after the other in this thread, as before).
-        const unsigned threads = render_threads();
-        BatchedSelfCheck self_check(threads > 1);  // what the self-check runs
-        const size_t twice_before = publisher.added_twice().size();
-        try {
-            StackSteps steps;
-            steps.wanted = [&](size_t i) { return p.kept[i].empty(); };
-            steps.render = [&](size_t i, OutputList& part) { emit_stack(l.site, l.site.stacks[i], p.options, part); };
-            steps.deliver = [&](size_t i, RenderedStack* rendered) {
-                const std::string id = l.site.stacks[i].module_full_name();
-                BuildState::StackRecord& record = next[s].stacks[id];
-                record = {p.keys[i], true, {}};
-                if (!rendered) {
-                    record.rebuilt = false;
-                    for (const auto& k : p.kept[i]) {
-                        record.files.push_back(k.path);
-                        publisher.add_kept(k, diags);
-                    }
-                    p.kept[i] = {};
-                    return;
-                }
-                for (size_t j = 0; j < rendered->files.size(); ++j) {
-                    OutputFile& f = rendered->files[j];
-                    record.files.push_back(f.path);
-                    publisher.add(f, std::move(rendered->hashes[j]), diags);
-                    // Nothing reaches the tree that the Lmod recorder rejects (load and unload
-                    // mode); kept outputs passed it when they were rendered.
-                    if (is_self_checked(f.path)) self_check.add(std::move(f));
-                }
-            };
-            render_stacks(l.site.stacks.size(), threads, steps);
-        } catch (const std::exception& e) {
-            // Checks should have refused the input; never crash or write half a tree.
-            diags.error(l.site.where(""), std::string("internal error while generating outputs: ") + e.what(),
-                        "please report this with the site file");
-            continue;
-        }
-        // Two outputs at one path would silently lose one: refuse instead (in path order).
-        std::vector<std::string> twice(publisher.added_twice().begin() + static_cast<std::ptrdiff_t>(twice_before),
-                                       publisher.added_twice().end());
-        std::sort(twice.begin(), twice.end());
-        for (const auto& path : twice)
-            diags.error(l.site.where("stacks"), "two outputs would be written to '" + path +
-                                                    "' (stacks with the same name and version?)");
-        self_check.finish(diags);
-    }
+    for (size_t s = 0; s < sites.size() && !diags.has_errors(); ++s)
+        render_site(sites[s], prepared[s], publisher, next[s], diags);
     // Errors of rendering or the self-check (a failed write is the publisher's: exit 3 below).
     if (diags.has_errors() && !publisher.io_error()) {
         publisher.discard();
@@ -697,62 +764,8 @@ Result run_build(FileSystem& fs, const Request& request) {
         result.exit_code = kExitIo;  // refused (hand edits) or failed writing
         return result;
     }
-    if (!request.dry_run && !state_dir.empty()) {
-        // The state is a cache: replaced whole (write + rename); when it cannot be written the
-        // next build renders everything, so that is only a warning.
-        for (size_t s = 0; s < sites.size(); ++s) {
-            BuildState& state = next[s];
-            for (const std::string& root : {modules_root(sites[s].site), easyconfigs_root(sites[s].site)})
-                if (report.manifest_stats.count(root)) state.manifests[root] = report.manifest_stats[root];
-            bool complete = true;
-            state.files.reserve(report.stats.size());
-            for (const auto& [id, record] : state.stacks)
-                for (const auto& path : record.files) {
-                    auto node = report.stats.extract(path);  // (each path is one stack's)
-                    if (node.empty()) complete = false;
-                    else state.files.insert(std::move(node));
-                }
-            // The inputs, when check's findings can be repeated exactly (none cut or left out).
-            const Loaded& l = sites[s];
-            bool repeatable = l.findings_complete;
-            for (const auto& d : l.findings)
-                repeatable = repeatable && d.message.size() <= kMaxMessageBytes && d.hint.size() <= kMaxMessageBytes;
-            if (repeatable) {
-                state.inputs = inputs_digest(request, l.rule_dirs, l.answers);
-                state.queries = l.queries;
-                state.rule_dirs = l.rule_dirs;
-                state.findings = l.findings;
-            }
-            // Every directory of the roots: a new or removed entry changes its directory's mtime.
-            const std::string modules = modules_root(l.site), easyconfigs = easyconfigs_root(l.site);
-            std::unordered_set<std::string_view> dirs;  // views into state.files' keys
-            for (const auto& [path, stat] : state.files) {
-                const std::string_view p(path);
-                for (auto slash = p.rfind('/'); slash != std::string_view::npos && slash > 0; slash = p.rfind('/', slash - 1)) {
-                    const std::string_view dir = p.substr(0, slash);
-                    if (!dirs.insert(dir).second) break;  // and its parents, already added
-                    if (dir == modules || dir == easyconfigs) break;
-                }
-            }
-            state.dirs.reserve(dirs.size());
-            for (const auto dir : dirs) state.dirs.emplace(std::string(dir), FileStat{});
-            for (auto& [dir, stat] : state.dirs) {
-                TreeEntry e;
-                if (!fs.entry(under_out(request.out_dir, dir), e) || e.type != TreeEntry::Type::dir) complete = false;
-                else stat = stat_of(e);
-            }
-            complete = complete && state_is_writable(state);
-            const std::string path = state_path(state_dir, sites[s].site.site.name);
-            const std::string temp = path + ".new-" + std::to_string(::getpid());
-            std::string error;
-            const bool written = complete ? fs.write(temp, state_text(state), false, error) &&
-                                                fs.rename(temp, path, error)
-                                          : fs.remove_all(path, error);
-            if (!written)
-                result.err += "sitegen: warning: cannot record the build state (the next build renders every stack): " +
-                              error + "\n";
-        }
-    }
+    if (!request.dry_run && !state_dir.empty())
+        for (size_t s = 0; s < sites.size(); ++s) record_state(fs, request, state_dir, sites[s], next[s], report, result);
     if (request.dry_run) {
         for (const auto& p : report.added) result.out += "add     " + p + "\n";
         for (const auto& p : report.changed) result.out += "change  " + p + "\n";
