@@ -89,11 +89,12 @@ struct Loaded {
     std::vector<std::string> rule_dirs;
     std::vector<Diagnostic> findings;
     bool findings_complete = false;  // every finding of this site is in `findings`, none clipped
-    // A build runs the Lua rules on a thread of their own (their sandbox is a child process the
-    // thread waits for) while it goes on rendering; join_checks() ends them before publishing.
+    // A build runs the Lua rules of a site that passed load and check on a thread of their own
+    // (their sandbox is a child process the thread waits for) while the hooks and the build
+    // keys go on; join_checks() ends them before anything is written.
     struct PendingChecks {
+        explicit PendingChecks(size_t cap) : before(cap), rules(cap), hooks(cap) {}
         Diagnostics before, rules, hooks;  // load and check's findings; the rules'; the hooks'
-        bool rules_run = false, hooks_run = false;
         std::thread thread;
         std::exception_ptr failed;
         ~PendingChecks() { if (thread.joinable()) thread.join(); }
@@ -150,11 +151,8 @@ bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>&
         RecordingFs inputs(fs);
         if (load_site(inputs, request.sites_dir, name, l.site, site_diags) || !site_diags.has_errors()) {
             if (rules_later && !site_diags.has_errors()) {
-                l.pending = std::make_unique<Loaded::PendingChecks>();
+                l.pending = std::make_unique<Loaded::PendingChecks>(diags.cap());
                 Loaded::PendingChecks& p = *l.pending;
-                p.rules = Diagnostics(diags.cap());
-                p.hooks = Diagnostics(diags.cap());
-                p.rules_run = true;
                 p.thread = std::thread([&l, &p, &request] {
                     try {
                         run_rules(l.site, request.rule_dirs, p.rules);
@@ -162,20 +160,15 @@ bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>&
                         p.failed = std::current_exception();
                     }
                 });
-                check_site(l.site, name, site_diags);
-                if (!site_diags.has_errors()) {
-                    p.hooks_run = true;
-                    l.hooks = run_hooks(l.site, p.hooks);
-                } else {
-                    p.thread.join();  // a site check refused: its rules' findings are not wanted
-                    if (p.failed) std::rethrow_exception(p.failed);
-                    l.pending.reset();
-                }
-            } else {
-                check_site(l.site, name, site_diags);
-                if (!site_diags.has_errors()) run_rules(l.site, request.rule_dirs, site_diags);
-                if (!site_diags.has_errors()) l.hooks = run_hooks(l.site, site_diags);
             }
+            check_site(l.site, name, site_diags);
+            if (l.pending && site_diags.has_errors()) {
+                l.pending->thread.join();  // a site check refused: its rules' findings are not wanted
+                if (l.pending->failed) std::rethrow_exception(l.pending->failed);
+                l.pending.reset();
+            }
+            if (!l.pending && !site_diags.has_errors()) run_rules(l.site, request.rule_dirs, site_diags);
+            if (!site_diags.has_errors()) l.hooks = run_hooks(l.site, l.pending ? l.pending->hooks : site_diags);
         }
         record_inputs(inputs, request, l);
         if (l.pending) {
@@ -197,10 +190,10 @@ void join_checks(std::vector<Loaded>& sites, Diagnostics& diags) {
         Loaded::PendingChecks& p = *l.pending;
         if (p.thread.joinable()) p.thread.join();
         if (p.failed && !failed) failed = p.failed;
-        Diagnostics& site_diags = p.before;
-        if (!site_diags.has_errors() && p.rules_run) site_diags.append(p.rules);
-        if (!site_diags.has_errors() && p.hooks_run) site_diags.append(p.hooks);
-        else l.hooks.clear();
+        Diagnostics& site_diags = p.before;  // (no errors: the rules run only after a clean check)
+        site_diags.append(p.rules);
+        if (site_diags.has_errors()) l.hooks.clear();  // hooks run on a site every rule passed
+        else site_diags.append(p.hooks);
         record_findings(l, site_diags);
         diags.append(site_diags);
         l.pending.reset();
