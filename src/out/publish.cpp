@@ -385,46 +385,31 @@ bool Publisher::stage(Root& r, const std::string& rel, const FileSpec& want, con
 bool Publisher::add(const OutputFile& f, Diagnostics& diags) { return add(f, sha256_hex(f.contents), diags); }
 
 bool Publisher::add(const OutputFile& f, std::string hash, Diagnostics& diags) {
-    Root* r = root_of(f.path);
-    if (!r) {
-        diags.error({}, "internal: output '" + f.path + "' is outside every site root");
-        return false;
-    }
-    const std::string rel = f.path.substr(r->root.size() + 1);
-    const auto [slot, first] = r->fresh.try_emplace(rel);
-    if (!first) added_twice_.push_back(f.path);
-    Root::Wanted& want = slot->second;
-    want.hash = std::move(hash);
-    want.mode = f.executable ? 0755u : 0644u;
-    ++files_;
-    if (options_.dry_run || failed_) return true;
-    std::string error;
-    if (!stage(*r, rel, want, &f.contents, f.executable, error)) {
-        diags.error({}, "cannot write the new tree (the previous one is untouched): " + error);
-        io_error_ = failed_ = true;
-        return false;
-    }
-    return true;
+    return place(f.path, std::move(hash), f.executable, &f.contents, diags);
 }
 
-bool Publisher::add_kept(const KeptFile& k, Diagnostics& diags) {
-    Root* r = root_of(k.path);
+bool Publisher::add_kept(const KeptFile& k, Diagnostics& diags) { return place(k.path, k.hash, k.executable, nullptr, diags); }
+
+// add() with the file's `contents`, add_kept() without (the live file is linked).
+bool Publisher::place(const std::string& path, std::string hash, bool executable, const std::string* contents,
+                      Diagnostics& diags) {
+    Root* r = root_of(path);
     if (!r) {
-        diags.error({}, "internal: output '" + k.path + "' is outside every site root");
+        diags.error({}, "internal: output '" + path + "' is outside every site root");
         return false;
     }
-    const std::string rel = k.path.substr(r->root.size() + 1);
+    const std::string rel = path.substr(r->root.size() + 1);
     const auto [slot, first] = r->fresh.try_emplace(rel);
-    if (!first) added_twice_.push_back(k.path);
+    if (!first) added_twice_.push_back(path);
     Root::Wanted& want = slot->second;
-    want.hash = k.hash;
-    want.mode = k.executable ? 0755u : 0644u;
-    want.kept = true;
+    want.hash = std::move(hash);
+    want.mode = executable ? 0755u : 0644u;
+    want.kept = !contents;
     ++files_;
-    // A kept file not on the live tree as wanted is reported by finish().
-    if (options_.dry_run || failed_ || !r->live_files.count(rel)) return true;
+    // (A kept file not on the live tree as wanted is reported by finish().)
+    if (options_.dry_run || failed_ || (!contents && !r->live_files.count(rel))) return true;
     std::string error;
-    if (!stage(*r, rel, want, nullptr, k.executable, error)) {
+    if (!stage(*r, rel, want, contents, executable, error)) {
         diags.error({}, "cannot write the new tree (the previous one is untouched): " + error);
         io_error_ = failed_ = true;
         return false;

@@ -96,6 +96,8 @@ private:
     struct Root;
     Root* root_of(const std::string& path);
     const Root* root_of(const std::string& path) const;
+    bool place(const std::string& path, std::string hash, bool executable, const std::string* contents,
+               Diagnostics& diags);
     bool stage(Root& root, const std::string& rel, const FileSpec& want, const std::string* contents, bool executable,
                std::string& error, bool linking = false);
     bool looked_still_holds();
