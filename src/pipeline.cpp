@@ -1,5 +1,6 @@
 // Runs the pipeline stages in order for each requested site and renders the outcome.
 #include "pipeline.h"
+#include "out/beside.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -408,15 +409,20 @@ std::vector<KeptFile> reusable(const Publisher& publisher, const BuildState& sta
 
 // For each stack of a site, its files when it need not be rendered (reusable), else none.
 // Two stacks with one name render both, so the clash is reported.
+// (Only reads: on a big site the second half is looked up on a thread of its own.)
 std::vector<std::vector<KeptFile>> kept_stacks(const Publisher& publisher, const BuildState& state, const Site& site,
                                                const std::vector<std::string>& keys) {
-    std::unordered_map<std::string, int> ids;
-    for (const Stack& stack : site.stacks) ++ids[stack.module_full_name()];
-    std::vector<std::vector<KeptFile>> kept(site.stacks.size());
-    for (size_t i = 0; i < site.stacks.size(); ++i) {
-        const std::string id = site.stacks[i].module_full_name();
-        if (ids[id] == 1) kept[i] = reusable(publisher, state, id, keys[i]);
-    }
+    const size_t n = site.stacks.size();
+    std::vector<std::string> ids(n);
+    std::unordered_map<std::string_view, int> count;
+    for (size_t i = 0; i < n; ++i) ++count[ids[i] = site.stacks[i].module_full_name()];
+    std::vector<std::vector<KeptFile>> kept(n);
+    const auto look_up = [&](size_t from, size_t to) {
+        for (size_t i = from; i < to; ++i)
+            if (count.at(ids[i]) == 1) kept[i] = reusable(publisher, state, ids[i], keys[i]);
+    };
+    run_beside(n >= 256 && render_threads() > 1 && !state.stacks.empty(), [&] { look_up(n / 2, n); },
+               [&] { look_up(0, n / 2); });
     return kept;
 }
 
@@ -574,14 +580,52 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
                   BuildState& state, PublishReport& report, Result& result) {
     for (const std::string& root : {modules_root(l.site), easyconfigs_root(l.site)})
         if (report.manifest_stats.count(root)) state.manifests[root] = report.manifest_stats[root];
-    bool complete = true;
-    state.files.reserve(report.stats.size());
-    for (const auto& [id, record] : state.stacks)
-        for (const auto& path : record.files) {
-            auto node = report.stats.extract(path);  // (each path is one stack's)
-            if (node.empty()) complete = false;
-            else state.files.insert(std::move(node));
+    // Every directory of the roots, with its stat (a new or removed entry changes its mtime):
+    // found from the stacks' files and statted on a second thread while the files' stats are
+    // gathered (the file system allowing).
+    bool dirs_complete = true;
+    const auto stat_dirs = [&] {
+        const std::string modules = modules_root(l.site), easyconfigs = easyconfigs_root(l.site);
+        std::unordered_set<std::string_view> dirs;  // views into the stacks' file lists
+        for (const auto& [id, record] : state.stacks)
+            for (const std::string_view p : record.files)
+                for (auto slash = p.rfind('/'); slash != std::string_view::npos && slash > 0;
+                     slash = p.rfind('/', slash - 1)) {
+                    const std::string_view dir = p.substr(0, slash);
+                    if (!dirs.insert(dir).second) break;  // and its parents, already added
+                    if (dir == modules || dir == easyconfigs) break;
+                }
+        state.dirs.reserve(dirs.size());
+        for (const auto dir : dirs) state.dirs.emplace(std::string(dir), FileStat{});
+        for (auto& [dir, stat] : state.dirs) {
+            TreeEntry e;
+            if (!fs.entry(under_out(request.out_dir, dir), e) || e.type != TreeEntry::Type::dir) dirs_complete = false;
+            else stat = stat_of(e);
         }
+    };
+    // Each stack's files as the publish left them: the report's stats, which hold this site's
+    // files alone when it is the only site built (moved whole, then), else taken out one by one.
+    bool complete = true;
+    const auto stat_files = [&] {
+        size_t files = 0;
+        for (const auto& [id, record] : state.stacks) files += record.files.size();
+        if (report.stats.size() == files) {
+            state.files = std::move(report.stats);
+            report.stats.clear();
+            for (const auto& [id, record] : state.stacks)
+                for (const auto& path : record.files) complete = complete && state.files.count(path);
+            return;
+        }
+        state.files.reserve(files);
+        for (const auto& [id, record] : state.stacks)
+            for (const auto& path : record.files) {
+                auto node = report.stats.extract(path);  // (each path is one stack's)
+                if (node.empty()) complete = false;
+                else state.files.insert(std::move(node));
+            }
+    };
+    run_beside(render_threads() > 1 && fs.concurrent_reads(), stat_dirs, stat_files);
+    complete = complete && dirs_complete;
     // The inputs, when check's findings can be repeated exactly (none cut or left out).
     bool repeatable = l.findings_complete;
     for (const auto& d : l.findings)
@@ -591,24 +635,6 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
         state.queries = l.queries;
         state.rule_dirs = l.rule_dirs;
         state.findings = l.findings;
-    }
-    // Every directory of the roots: a new or removed entry changes its directory's mtime.
-    const std::string modules = modules_root(l.site), easyconfigs = easyconfigs_root(l.site);
-    std::unordered_set<std::string_view> dirs;  // views into state.files' keys
-    for (const auto& [path, stat] : state.files) {
-        const std::string_view p(path);
-        for (auto slash = p.rfind('/'); slash != std::string_view::npos && slash > 0; slash = p.rfind('/', slash - 1)) {
-            const std::string_view dir = p.substr(0, slash);
-            if (!dirs.insert(dir).second) break;  // and its parents, already added
-            if (dir == modules || dir == easyconfigs) break;
-        }
-    }
-    state.dirs.reserve(dirs.size());
-    for (const auto dir : dirs) state.dirs.emplace(std::string(dir), FileStat{});
-    for (auto& [dir, stat] : state.dirs) {
-        TreeEntry e;
-        if (!fs.entry(under_out(request.out_dir, dir), e) || e.type != TreeEntry::Type::dir) complete = false;
-        else stat = stat_of(e);
     }
     complete = complete && state_is_writable(state);
     const std::string path = state_path(state_dir, l.site.site.name);
@@ -659,6 +685,7 @@ Result run_build(FileSystem& fs, const Request& request) {
     auto& last = working->last;    // the last build's states, where usable
     last.resize(resolved.sites.size());
     PublishOptions popts{request.out_dir, request.dry_run, request.force};
+    popts.threads = render_threads() > 1;
     popts.known = &known;
     Publisher& publisher = working->publisher.emplace(fs, roots, popts);
     const auto prepare_publish = [&] {
@@ -677,6 +704,7 @@ Result run_build(FileSystem& fs, const Request& request) {
                          !fs.entry(under_out(request.out_dir, ".sitegen-journal"), journal);
     Diagnostics diags;
     auto& sites = working->sites;
+    std::vector<PreparedSite> prepared;
     {
         std::exception_ptr failed;
         std::thread preparing;
@@ -694,6 +722,17 @@ Result run_build(FileSystem& fs, const Request& request) {
             ~Join() { if (t.joinable()) t.join(); }
         } join{preparing};
         load_and_check(fs, resolved, sites, diags, overlap);
+        // The build keys need the sites alone: made while the look may still be going on.
+        if (!diags.has_errors()) {
+            prepared.resize(sites.size());
+            for (size_t s = 0; s < sites.size(); ++s) {
+                const Loaded& l = sites[s];
+                PreparedSite& p = prepared[s];
+                p.options.prefix = request.prefix ? *request.prefix : l.site.site.install_prefix;
+                p.options.hooks = l.hooks;
+                p.keys = stack_keys(fs, l, p.options);
+            }
+        }
         if (preparing.joinable()) preparing.join();
         if (failed) std::rethrow_exception(failed);
     }
@@ -712,15 +751,8 @@ Result run_build(FileSystem& fs, const Request& request) {
 
     auto& next = working->next;  // what each site's state will record
     next.resize(sites.size());
-    std::vector<PreparedSite> prepared(sites.size());
-    for (size_t s = 0; s < sites.size(); ++s) {
-        const Loaded& l = sites[s];
-        PreparedSite& p = prepared[s];
-        p.options.prefix = request.prefix ? *request.prefix : l.site.site.install_prefix;
-        p.options.hooks = l.hooks;
-        p.keys = stack_keys(fs, l, p.options);
-        p.kept = kept_stacks(publisher, last[s], l.site, p.keys);
-    }
+    for (size_t s = 0; s < sites.size(); ++s)
+        prepared[s].kept = kept_stacks(publisher, last[s], sites[s].site, prepared[s].keys);
     const unsigned looks = publisher.looks();
     // The rules ran meanwhile: nothing is written (begin locks and prepares the spare) for a
     // site they refuse.

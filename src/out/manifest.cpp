@@ -98,11 +98,14 @@ TreeIndex parse_manifest(const std::string& text) {
 namespace {
 
 void put_stat(std::string& out, const char* kind, const FileStat& s, const std::string& path) {
-    out += kind;
+    char numbers[4 * 21];  // " <n>" four times (to_chars: no string per number)
+    char* end = numbers;
     for (unsigned long long n : {s.size, s.mtime_ns, s.ino, static_cast<unsigned long long>(s.mode)}) {
-        out += ' ';
-        out += std::to_string(n);
+        *end++ = ' ';
+        end = std::to_chars(end, numbers + sizeof numbers, n).ptr;
     }
+    out += kind;
+    out.append(numbers, end);
     out += ' ';
     out += path;
     out += '\n';

@@ -1,5 +1,6 @@
 // Atomic, deterministic publishing with a hash manifest and hand-edit detection.
 #include "out/publish.h"
+#include "out/beside.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -105,14 +106,15 @@ bool swap_in(FileSystem& fs, const std::string& staged, const std::string& live,
     return fs.entry(live, existing) ? fs.exchange(staged, live, error) : fs.rename(staged, live, error);
 }
 
-// The manifest of the files of `index` (a TreeIndex, or a map of values derived from FileSpec,
-// which must not list the manifest itself), sorted by path.
+// The manifest of the files of `index` (a TreeIndex, or a map of values derived from FileSpec),
+// sorted by path; the manifest itself is not listed.
 template <typename Index>
 std::string manifest_of(const Index& index) {
     std::vector<const typename Index::value_type*> sorted;
     sorted.reserve(index.size());
     size_t bytes = 80;
     for (const auto& row : index) {
+        if (row.first == kManifestName) continue;
         sorted.push_back(&row);
         bytes += row.second.hash.size() + row.first.size() + 6;
     }
@@ -231,12 +233,11 @@ Publisher::Root* Publisher::root_of(const std::string& path) {
 bool Publisher::as_last_built(const std::string& path, KeptFile& out) const {
     const Root* r = root_of(path);
     if (!r) return false;
-    const std::string rel = path.substr(r->root.size() + 1);
-    const auto live = r->live_files.find(rel);
+    const auto live = r->live_files.find(std::string_view(path).substr(r->root.size() + 1));
     if (live == r->live_files.end() || !live->second.known) return false;
-    const auto spec = r->old.find(rel);
-    if (spec == r->old.end() || spec->second.mode != live->second.entry->mode) return false;
-    out = {path, spec->second.hash, spec->second.mode == 0755u};
+    const FileSpec* spec = live->second.was;  // (a known file is one the manifest lists)
+    if (!spec || spec->mode != live->second.entry->mode) return false;
+    out = {path, spec->hash, spec->mode == 0755u, &live->second};
     return true;
 }
 
@@ -348,12 +349,15 @@ bool Publisher::begin(Diagnostics& diags) {
 // Makes `rel` in the spare (files and directories in its way removed) another name of the
 // live file or, when the live one is not as wanted, a new file with `contents`.
 bool Publisher::stage(Root& r, const std::string& rel, const FileSpec& want, const std::string* contents,
-                      bool executable, std::string& error, bool linking) {
-    const auto live = r.live_files.find(rel);
-    const bool as_wanted = live != r.live_files.end() && live->second.hash == want.hash &&
-                           live->second.entry->mode == want.mode;
+                      bool executable, std::string& error, bool linking, const void* found) {
+    const Root::Live* live = static_cast<const Root::Live*>(found);
+    if (!live) {
+        const auto it = r.live_files.find(rel);
+        if (it != r.live_files.end()) live = &it->second;
+    }
+    const bool as_wanted = live && live->hash == want.hash && live->entry->mode == want.mode;
     const auto spare = r.spare_files.find(rel);
-    if (as_wanted && spare != r.spare_files.end() && spare->second == live->second.entry->ino) return true;
+    if (as_wanted && spare != r.spare_files.end() && spare->second == live->entry->ino) return true;
     // Linking waits for finish(): only a root that is swapped in needs its spare complete.
     if (as_wanted && !linking) {
         r.to_link.push_back(rel);
@@ -388,18 +392,20 @@ bool Publisher::add(const OutputFile& f, std::string hash, Diagnostics& diags) {
     return place(f.path, std::move(hash), f.executable, &f.contents, diags);
 }
 
-bool Publisher::add_kept(const KeptFile& k, Diagnostics& diags) { return place(k.path, k.hash, k.executable, nullptr, diags); }
+bool Publisher::add_kept(const KeptFile& k, Diagnostics& diags) {
+    return place(k.path, k.hash, k.executable, nullptr, diags, k.found);
+}
 
 // add() with the file's `contents`, add_kept() without (the live file is linked).
 bool Publisher::place(const std::string& path, std::string hash, bool executable, const std::string* contents,
-                      Diagnostics& diags) {
+                      Diagnostics& diags, const void* found) {
     Root* r = root_of(path);
     if (!r) {
         diags.error({}, "internal: output '" + path + "' is outside every site root");
         return false;
     }
-    const std::string rel = path.substr(r->root.size() + 1);
-    const auto [slot, first] = r->fresh.try_emplace(rel);
+    const auto [slot, first] = r->fresh.try_emplace(path.substr(r->root.size() + 1));
+    const std::string& rel = slot->first;
     if (!first) added_twice_.push_back(path);
     Root::Wanted& want = slot->second;
     want.hash = std::move(hash);
@@ -407,9 +413,9 @@ bool Publisher::place(const std::string& path, std::string hash, bool executable
     want.kept = !contents;
     ++files_;
     // (A kept file not on the live tree as wanted is reported by finish().)
-    if (options_.dry_run || failed_ || (!contents && !r->live_files.count(rel))) return true;
+    if (options_.dry_run || failed_ || (!contents && !found && !r->live_files.count(rel))) return true;
     std::string error;
-    if (!stage(*r, rel, want, contents, executable, error)) {
+    if (!stage(*r, rel, want, contents, executable, error, false, found)) {
         diags.error({}, "cannot write the new tree (the previous one is untouched): " + error);
         io_error_ = failed_ = true;
         return false;
@@ -438,12 +444,10 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
         const std::string& live = r.live;
         auto& fresh = r.fresh;
         const TreeIndex& old = r.old;
-        manifests[root] = manifest_of(fresh);
         // The manifest is compared by its bytes below; its hash is needed only for the journal.
         Root::Wanted& own_manifest = fresh[kManifestName];
         own_manifest.mode = 0644;
-        const auto fresh_dirs = parent_dir_views(fresh);
-        std::optional<std::unordered_set<std::string_view>> old_dirs;  // made when a live directory is not a fresh one
+        const TreeEntry* live_manifest = nullptr;
         bool differs = false;
         // Anything sitegen would overwrite or remove that is not as sitegen wrote it is a hand
         // edit: refused, or with --force a warning. Either way a fresh tree replaces it whole.
@@ -454,71 +458,79 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
             else
                 diags.error(at, why, "keep your change in the site definition, or rerun with --force to overwrite it");
         };
-        if (r.exists && r.top.type != TreeEntry::Type::dir) {
-            hand_edit("", std::string("is ") + r.top.what + ", not a directory written by sitegen");
-            differs = true;
-        } else if (r.exists && r.top.mode != kDirMode) {
-            differs = true;  // a fresh tree's directories are 0755
-        }
-        report.stats.reserve(report.stats.size() + fresh.size());
-        for (size_t i = 0; i < r.entries.size(); ++i) {
-            const TreeEntry& e = r.entries[i];
-            if (e.type == TreeEntry::Type::dir) {
-                if (!fresh_dirs.count(e.path)) {
-                    if (!old_dirs) old_dirs = parent_dir_views(old);
-                    if (!old_dirs->count(e.path)) hand_edit(e.path, "directory was not created by sitegen");
-                    differs = true;
-                } else if (e.mode != kDirMode) {
-                    differs = true;
-                }
-                continue;
-            }
-            const auto want = fresh.find(e.path);
-            if (want != fresh.end()) want->second.occupied = true;
-            const bool own = e.path == kManifestName;
-            if (e.type != TreeEntry::Type::file) {
-                if (own || old.count(e.path))
-                    hand_edit(e.path, std::string("file was replaced by ") + e.what + " since sitegen wrote it");
-                else
-                    hand_edit(e.path, std::string("file is ") + e.what + " that was not written by sitegen");
-                if (!own) (want != fresh.end() ? report.changed : report.removed).push_back(join(root, e.path));
+        // The manifest text is made beside the comparison, which writes only the flags of
+        // `fresh`'s values, not the paths, hashes and modes the text reads.
+        run_beside(options_.threads && fresh.size() > 4096, [&] { manifests[root] = manifest_of(fresh); },
+                   [&] {
+            const auto fresh_dirs = parent_dir_views(fresh);
+            std::optional<std::unordered_set<std::string_view>> old_dirs;  // made when a live directory is not a fresh one
+            if (r.exists && r.top.type != TreeEntry::Type::dir) {
+                hand_edit("", std::string("is ") + r.top.what + ", not a directory written by sitegen");
                 differs = true;
-                continue;
+            } else if (r.exists && r.top.mode != kDirMode) {
+                differs = true;  // a fresh tree's directories are 0755
             }
-            if (own) {
-                if (r.old_text == manifests[root] && e.mode == 0644) {
-                    own_manifest.present = true;
-                    report.manifest_stats[root] = stat_of(e);
+            report.stats.reserve(report.stats.size() + fresh.size());
+            for (size_t i = 0; i < r.entries.size(); ++i) {
+                const TreeEntry& e = r.entries[i];
+                if (e.type == TreeEntry::Type::dir) {
+                    if (!fresh_dirs.count(e.path)) {
+                        if (!old_dirs) old_dirs = parent_dir_views(old);
+                        if (!old_dirs->count(e.path)) hand_edit(e.path, "directory was not created by sitegen");
+                        differs = true;
+                    } else if (e.mode != kDirMode) {
+                        differs = true;
+                    }
+                    continue;
+                }
+                const auto want = fresh.find(e.path);
+                if (want != fresh.end()) want->second.occupied = true;
+                const bool own = e.path == kManifestName;
+                if (e.type != TreeEntry::Type::file) {
+                    if (own || old.count(e.path))
+                        hand_edit(e.path, std::string("file was replaced by ") + e.what + " since sitegen wrote it");
+                    else
+                        hand_edit(e.path, std::string("file is ") + e.what + " that was not written by sitegen");
+                    if (!own) (want != fresh.end() ? report.changed : report.removed).push_back(join(root, e.path));
+                    differs = true;
+                    continue;
+                }
+                if (own) {
+                    live_manifest = &e;  // compared once its text is made
+                    continue;
+                }
+                const Root::Live& live_file = *r.live_of[i];
+                const std::string& hash = live_file.hash;
+                const FileSpec* was = live_file.was;
+                if (!was)
+                    hand_edit(e.path, "file was not written by sitegen");
+                else if (was->hash != hash)
+                    hand_edit(e.path, "file was edited by hand since sitegen wrote it");
+                else if (was->mode != e.mode)
+                    hand_edit(e.path, "file mode was changed by hand since sitegen wrote it (" + octal(e.mode) +
+                                          ", sitegen wrote " + octal(was->mode) + ")");
+                if (want == fresh.end()) {
+                    report.removed.push_back(join(root, e.path));
+                    differs = true;
+                } else if (want->second.hash == hash && want->second.mode == e.mode) {
+                    want->second.present = true;
+                    ++report.unchanged;
+                    report.stats.emplace(join(root, e.path), stat_of(e));
                 } else {
+                    report.changed.push_back(join(root, e.path));
                     differs = true;
                 }
-                continue;
             }
-            const Root::Live& live_file = *r.live_of[i];
-            const std::string& hash = live_file.hash;
-            const FileSpec* was = live_file.was;
-            if (!was)
-                hand_edit(e.path, "file was not written by sitegen");
-            else if (was->hash != hash)
-                hand_edit(e.path, "file was edited by hand since sitegen wrote it");
-            else if (was->mode != e.mode)
-                hand_edit(e.path, "file mode was changed by hand since sitegen wrote it (" + octal(e.mode) +
-                                      ", sitegen wrote " + octal(was->mode) + ")");
-            if (want == fresh.end()) {
-                report.removed.push_back(join(root, e.path));
-                differs = true;
-            } else if (want->second.hash == hash && want->second.mode == e.mode) {
-                want->second.present = true;
-                ++report.unchanged;
-                report.stats.emplace(join(root, e.path), stat_of(e));
-            } else {
-                report.changed.push_back(join(root, e.path));
-                differs = true;
-            }
+            // Fresh files not on the live tree as wanted: added (unless something else is at their
+            // path: changed, above); a kept one stays another name of the live file, so it must be
+            // there as the caller saw it (it can only be missing when changed during this build).
+                   });
+        if (live_manifest && r.old_text == manifests[root] && live_manifest->mode == 0644) {
+            own_manifest.present = true;
+            report.manifest_stats[root] = stat_of(*live_manifest);
+        } else if (live_manifest) {
+            differs = true;
         }
-        // Fresh files not on the live tree as wanted: added (unless something else is at their
-        // path: changed, above); a kept one stays another name of the live file, so it must be
-        // there as the caller saw it (it can only be missing when changed during this build).
         std::vector<std::string_view> added, gone;
         for (const auto& [rel, want] : fresh) {
             if (want.present || &want == &own_manifest) continue;

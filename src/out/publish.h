@@ -24,12 +24,14 @@ struct KeptFile {
     std::string path;  // relative to out_dir
     std::string hash;
     bool executable = false;
+    const void* found = nullptr;  // the publisher's record of the live file, when as_last_built found it
 };
 
 struct PublishOptions {
     std::string out_dir = ".";
     bool dry_run = false;
     bool force = false;  // overwrite hand-edited outputs instead of refusing
+    bool threads = false;  // finish() may make a big root's manifest on a second thread
     std::vector<KeptFile> kept;  // published beside `files`
     // Files as the last publish left them (path relative to out_dir -> stat); a live file
     // with this stat is taken to still have its manifest hash and is not read. Only valid
@@ -97,9 +99,9 @@ private:
     Root* root_of(const std::string& path);
     const Root* root_of(const std::string& path) const;
     bool place(const std::string& path, std::string hash, bool executable, const std::string* contents,
-               Diagnostics& diags);
+               Diagnostics& diags, const void* found = nullptr);
     bool stage(Root& root, const std::string& rel, const FileSpec& want, const std::string* contents, bool executable,
-               std::string& error, bool linking = false);
+               std::string& error, bool linking = false, const void* found = nullptr);
     bool looked_still_holds();
     FileSystem& fs_;
     std::vector<std::string> roots_;
