@@ -640,7 +640,7 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
     const std::string path = state_path(state_dir, l.site.site.name);
     const std::string temp = path + ".new-" + std::to_string(::getpid());
     std::string error;
-    const bool written = complete ? fs.write(temp, state_text(state), false, error) &&
+    const bool written = complete ? fs.write(temp, state_text(state, render_threads() > 1), false, error) &&
                                         fs.rename(temp, path, error)
                                   : fs.remove_all(path, error);
     if (!written)

@@ -1,5 +1,6 @@
 // Manifest and build-state text, and the site's digest text walked from the field table.
 #include "out/manifest.h"
+#include "out/beside.h"
 
 #include <algorithm>
 #include <charconv>
@@ -157,7 +158,7 @@ bool one_line(const std::string& s) { return s.find('\n') == std::string::npos; 
 
 }  // namespace
 
-std::string state_text(const BuildState& state) {
+std::string state_text(const BuildState& state, bool threads) {
     std::string out = kStateHeader;
     if (!state.inputs.empty()) {
         out += "inputs " + state.inputs + "\n";
@@ -179,13 +180,23 @@ std::string state_text(const BuildState& state) {
     for (const auto& row : state.dirs) dirs.push_back(&row);
     std::sort(dirs.begin(), dirs.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
     for (const auto* row : dirs) put_stat(out, "dir", row->second, row->first);
-    for (const auto& [id, record] : state.stacks) {
-        out += "stack " + record.key + (record.rebuilt ? " rebuilt " : " kept ") + id + "\n";
-        for (const auto& path : record.files) {
-            const auto it = state.files.find(path);
-            if (it != state.files.end()) put_stat(out, "file", it->second, path);
+    // The stacks' lines, the second half made beside the first when there are many.
+    using Stacks = decltype(state.stacks);
+    const auto put_stacks = [&state](std::string& text, Stacks::const_iterator from, Stacks::const_iterator to) {
+        for (auto it = from; it != to; ++it) {
+            const auto& [id, record] = *it;
+            text += "stack " + record.key + (record.rebuilt ? " rebuilt " : " kept ") + id + "\n";
+            for (const auto& path : record.files) {
+                const auto file = state.files.find(path);
+                if (file != state.files.end()) put_stat(text, "file", file->second, path);
+            }
         }
-    }
+    };
+    const auto middle = std::next(state.stacks.begin(), static_cast<std::ptrdiff_t>(state.stacks.size() / 2));
+    std::string second;
+    run_beside(threads && state.files.size() >= 4096, [&] { put_stacks(second, middle, state.stacks.end()); },
+               [&] { put_stacks(out, state.stacks.begin(), middle); });
+    out += second;
     return out;
 }
 

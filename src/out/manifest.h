@@ -59,7 +59,8 @@ struct BuildState {
     std::map<std::string, StackRecord> stacks;     // by module full name (name/version)
     std::unordered_map<std::string, FileStat> files;  // every output, relative to the out dir
 };
-std::string state_text(const BuildState& state);
+// (`threads`: a big state's second half of stacks is written on a second thread.)
+std::string state_text(const BuildState& state, bool threads = false);
 // False when the state cannot be written as text (a path or name with a newline, a stack
 // file without its stat): the caller removes the old state instead.
 bool state_is_writable(const BuildState& state);

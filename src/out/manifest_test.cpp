@@ -32,6 +32,27 @@ TEST_CASE("the build state reads back as written", "[manifest]") {
     CHECK_FALSE(parse_state(text + "garbage line\n", back));
 }
 
+TEST_CASE("a big build state reads the same written on two threads as on one", "[manifest]") {
+    BuildState state;
+    state.manifests["modules-out/s"] = {10, 20, 30};
+    for (int i = 0; i < 1001; ++i) {  // 5,005 files: over the threshold for the second thread
+        BuildState::StackRecord& record = state.stacks["PyTorch/2." + std::to_string(i)];
+        record.key = std::string(64, static_cast<char>('a' + i % 26));
+        record.rebuilt = i % 3 == 0;
+        for (int f = 0; f < 5; ++f) {
+            const std::string path = "modules-out/s/software/PyTorch/2." + std::to_string(i) + "/bin/f" + std::to_string(f);
+            record.files.push_back(path);
+            state.files[path] = {static_cast<unsigned long long>(i), static_cast<unsigned long long>(f), 7, 0755};
+        }
+    }
+    const std::string one = state_text(state), two = state_text(state, true);
+    CHECK(one == two);
+    BuildState back;
+    REQUIRE(parse_state(two, back));
+    CHECK(back.files == state.files);
+    CHECK(back.stacks.size() == 1001);
+}
+
 TEST_CASE("the build state keeps the inputs and findings an up-to-date build repeats", "[manifest]") {
     BuildState state;
     state.inputs = std::string(64, 'd');

@@ -205,8 +205,14 @@ struct Publisher::Root {
     std::unordered_map<std::string, Wanted, PathHash, std::equal_to<>> fresh;  // the new tree (without the manifest)
     // The spare: regular files by inode, and directories, as begin() found them.
     std::vector<TreeEntry> spare;  // as scanned: the keys below are views into it
-    std::unordered_map<std::string_view, unsigned long long> spare_files;
+    struct SpareFile {
+        unsigned long long ino = 0;
+        bool kept = false;  // stage() found it as wanted: a fresh path's, left in place
+    };
+    std::unordered_map<std::string_view, SpareFile> spare_files;
     std::unordered_set<std::string_view> spare_dirs;
+    size_t spare_kept = 0;  // how many of spare_files are kept (stage() removes the other fresh paths')
+    std::unordered_set<std::string_view> fresh_dirs;  // every directory of `fresh` (finish() makes it)
     std::vector<std::string> to_link;  // fresh files already as wanted on the live tree
     bool spare_made = false;  // begin() made the spare (empty): removed again if the root stays
     // What look() saw at the root's manifest and spare paths (begin() checks they still hold).
@@ -327,7 +333,7 @@ bool Publisher::begin(Diagnostics& diags) {
         for (const TreeEntry& e : r.spare) {
             if (e.type == TreeEntry::Type::dir && e.mode != kDirMode) reuse = false;
             if (e.type == TreeEntry::Type::dir) r.spare_dirs.insert(e.path);
-            else if (e.type == TreeEntry::Type::file) r.spare_files[e.path] = e.ino;
+            else if (e.type == TreeEntry::Type::file) r.spare_files[e.path] = {e.ino, false};
             else if (!fs_.remove_all(r.staged + "/" + e.path, error)) reuse = false;  // symlinks, FIFOs: never wanted
         }
         if (!reuse) {
@@ -357,7 +363,11 @@ bool Publisher::stage(Root& r, const std::string& rel, const FileSpec& want, con
     }
     const bool as_wanted = live && live->hash == want.hash && live->entry->mode == want.mode;
     const auto spare = r.spare_files.find(rel);
-    if (as_wanted && spare != r.spare_files.end() && spare->second == live->entry->ino) return true;
+    if (as_wanted && spare != r.spare_files.end() && spare->second.ino == live->entry->ino) {
+        if (!spare->second.kept) ++r.spare_kept;
+        spare->second.kept = true;
+        return true;
+    }
     // Linking waits for finish(): only a root that is swapped in needs its spare complete.
     if (as_wanted && !linking) {
         r.to_link.push_back(rel);
@@ -367,11 +377,15 @@ bool Publisher::stage(Root& r, const std::string& rel, const FileSpec& want, con
     for (auto slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1))
         if (const auto f = r.spare_files.find(std::string_view(rel).substr(0, slash)); f != r.spare_files.end()) {
             if (!fs_.remove_all(r.staged + "/" + std::string(f->first), error)) return false;
+            r.spare_kept -= f->second.kept;
             r.spare_files.erase(f);
         }
     if (spare != r.spare_files.end() || r.spare_dirs.count(rel)) {
         if (!fs_.remove_all(r.staged + "/" + rel, error)) return false;
-        if (spare != r.spare_files.end()) r.spare_files.erase(spare);
+        if (spare != r.spare_files.end()) {
+            r.spare_kept -= spare->second.kept;
+            r.spare_files.erase(spare);
+        }
         r.spare_dirs.erase(rel);
     }
     const std::string to = r.staged + "/" + rel;
@@ -462,7 +476,8 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
         // `fresh`'s values, not the paths, hashes and modes the text reads.
         run_beside(options_.threads && fresh.size() > 4096, [&] { manifests[root] = manifest_of(fresh); },
                    [&] {
-            const auto fresh_dirs = parent_dir_views(fresh);
+            r.fresh_dirs = parent_dir_views(fresh);
+            const auto& fresh_dirs = r.fresh_dirs;
             std::optional<std::unordered_set<std::string_view>> old_dirs;  // made when a live directory is not a fresh one
             if (r.exists && r.top.type != TreeEntry::Type::dir) {
                 hand_edit("", std::string("is ") + r.top.what + ", not a directory written by sitegen");
@@ -564,13 +579,21 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
 
     // Finish staging: whatever the spare holds that the new tree does not, then the manifest.
     for (Root* r : to_swap) {
-        const auto dirs = parent_dir_views(r->fresh);
         bool ok = true;
         for (const auto& rel : r->to_link) ok = ok && stage(*r, rel, r->fresh.at(rel), nullptr, false, error, true);
-        for (const auto& [rel, ino] : r->spare_files)
-            if (!r->fresh.count(rel) || rel == kManifestName) ok = ok && fs_.remove_all(r->staged + "/" + std::string(rel), error);
+        // The spare's manifest is written anew (never in place). Any other spare file is a fresh
+        // path's that stage() kept, or a stray: when the count says there is none, the files
+        // need no lookups.
+        if (const auto m = r->spare_files.find(kManifestName); m != r->spare_files.end()) {
+            ok = ok && fs_.remove_all(r->staged + "/" + kManifestName, error);
+            r->spare_kept -= m->second.kept;
+            r->spare_files.erase(m);
+        }
+        if (r->spare_files.size() != r->spare_kept)
+            for (const auto& [rel, ino] : r->spare_files)
+                if (!r->fresh.count(rel)) ok = ok && fs_.remove_all(r->staged + "/" + std::string(rel), error);
         for (const auto& dir : r->spare_dirs)
-            if (!dirs.count(dir)) ok = ok && fs_.remove_all(r->staged + "/" + std::string(dir), error);
+            if (!r->fresh_dirs.count(dir)) ok = ok && fs_.remove_all(r->staged + "/" + std::string(dir), error);
         const std::string to = r->staged + "/" + kManifestName;
         ok = ok && fs_.write(to, manifests[r->root], false, error);
         TreeEntry e;

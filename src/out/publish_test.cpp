@@ -340,6 +340,27 @@ TEST_CASE("the replaced tree stays as the spare, and the next publish rewrites o
     }
 }
 
+TEST_CASE("a file the spare still holds from a removed output goes, while the files found in place stay", "[publish]") {
+    MemoryFs fs;
+    Diagnostics diags;
+    OutputList with_extra = tree("one");
+    with_extra.push_back({"modules-out/s/software/a/1/bin/extra", "old\n", false});
+    REQUIRE(run(fs, with_extra, diags));
+    REQUIRE(run(fs, tree("one"), diags));  // the extra output is gone; the spare (the first tree) still has it
+    const std::string spare = "out/modules-out/.s.sitegen-spare/", live = "out/modules-out/s/";
+    REQUIRE(fs.exists(spare + "software/a/1/bin/extra"));
+    OutputList next = tree("one");
+    next[2].contents = "name = 'a'  # two\n";  // the modules root is staged with its files as they are
+    REQUIRE(run(fs, next, diags));
+    OutputList last = tree("one");
+    last[0].contents = "setenv(\"V\", \"two\")\n";  // now into the spare that holds the extra file
+    REQUIRE(run(fs, last, diags));
+    CHECK_FALSE(fs.exists(live + "software/a/1/bin/extra"));
+    CHECK(fs.exists(live + "software/a/1/bin/run"));
+    CHECK(fs.files.at(live + "modulefiles/a/1.lua").data == "setenv(\"V\", \"two\")\n");
+    CHECK(diags.error_count() == 0);
+}
+
 TEST_CASE("the publisher stages each added file at once, so the caller can drop it, and nothing live changes before finish", "[publish]") {
     MemoryFs fs;
     Diagnostics diags;
