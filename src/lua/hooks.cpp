@@ -381,11 +381,12 @@ std::vector<HookAdditions> run_hook_files(const Site& site, const std::vector<st
     std::vector<HookAdditions> adds(site.stacks.size());
     std::vector<FamilyOrigin> family_origin(site.stacks.size());
     if (files.empty()) return adds;
-    const auto tree = std::make_shared<const LuaValue>(site_to_lua(site));
+    std::shared_ptr<const LuaValue> tree;  // made where the hooks run (as the rules' view: rules.cpp)
     Progress progress;
     const auto body = [&](Outbox& out) {
         const Progress start = progress;
         auto seen = start.seen;
+        if (!tree) tree = std::make_shared<const LuaValue>(site_to_lua(site));
         for (size_t f = start.file; f < files.size(); ++f) {
             const long first = f == start.file ? start.next : -1;
             send_step(out, f, -1);

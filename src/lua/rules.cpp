@@ -390,10 +390,13 @@ std::vector<std::string> rule_files(const std::vector<std::string>& dirs, Diagno
 void run_rule_files(const Site& site, const std::vector<std::string>& files, Diagnostics& diags,
                     const SandboxLimits& limits) {
     if (files.empty()) return;
-    const auto tree = std::make_shared<const LuaValue>(site_to_lua(site));  // shared by every file's sandbox
+    // The site's view, shared by every file's sandbox, is made where the rules run: in the
+    // supervised child, the parent neither builds nor frees it (in process: once).
+    std::shared_ptr<const LuaValue> tree;
     Progress progress;
     const auto body = [&](Outbox& out) {
         const Progress start = progress;  // (in process, messages update `progress` meanwhile)
+        if (!tree) tree = std::make_shared<const LuaValue>(site_to_lua(site));
         run_files_in_child(site, tree, files, start, limits, out);
     };
     const auto on_message = [&](std::string_view bytes) {
