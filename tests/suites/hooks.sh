@@ -155,10 +155,11 @@ check_eq "no hostile value ran" "" "$pwned"
 cd "$root"
 
 # ---- broken hooks through the CLI: at their file:line, nothing written ---------------------
-# broken NAME CODE EXPECTED: a site whose only hook runs CODE at line 3 of hooks/h.lua.
+# broken NAME CODE EXPECTED [OR_EXPECTED]: a site whose only hook runs CODE at line 3 of
+# hooks/h.lua; the error is EXPECTED (or starts with OR_EXPECTED).
 n=0
 broken() {
-  local name=$1 code=$2 expected=$3 dir rc=0
+  local name=$1 code=$2 expected=$3 or_expected=${4:-} dir rc=0
   n=$((n + 1))
   dir=$SCRATCH/broken-$n
   mkdir -p "$dir/sites/b/hooks"
@@ -167,11 +168,20 @@ broken() {
     >"$dir/sites/b/hooks/h.lua"
   (cd "$dir" && "$sitegen" build b >"$dir/out" 2>"$dir/err") || rc=$?
   check_eq "$name: exit code" 1 "$rc"
-  check_contains "$name: at its line" "sites/b/hooks/h.lua:3: error: hook failed: $expected [hook bad]" "$(cat "$dir/err")"
+  if [[ -n $or_expected ]] && grep -F "sites/b/hooks/h.lua:3: error: hook failed: $or_expected" "$dir/err" | grep -qF "[hook bad]"; then
+    pass
+  else
+    check_contains "$name: at its line" "sites/b/hooks/h.lua:3: error: hook failed: $expected [hook bad]" "$(cat "$dir/err")"
+  fi
   check_contains "$name: nothing written" "sitegen: nothing written" "$(cat "$dir/err")"
   if [[ -e $dir/modules-out || -e $dir/easyconfigs-out ]]; then fail "$name: an output tree was written"; else pass; fi
 }
-broken "loops forever" 'while true do end' "instruction limit exceeded: more than 20000000 Lua instructions (runaway loop?)"
+# (20 million instructions take about 0.1 s of CPU; on a machine so busy that the hook gets
+# less than a fifth of a core, the 500 ms wall limit stops the loop first, at the same line:
+# in the sandbox, or by the supervisor's kill. The unit tests pin each limit down with the
+# other one out of reach.)
+broken "loops forever" 'while true do end' "instruction limit exceeded: more than 20000000 Lua instructions (runaway loop?)" \
+  "time limit exceeded: ran longer than 500 ms ("
 broken "stuck in C" 'local x = ("a"):rep(40):match(("a*"):rep(12) .. "b")' \
   "time limit exceeded: ran longer than 500 ms (stopped in a library call, e.g. a backtracking pattern?)"
 broken "unknown builder function" 'out.module.properti("state", "testing")' \
