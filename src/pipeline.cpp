@@ -636,11 +636,12 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
         state.rule_dirs = l.rule_dirs;
         state.findings = l.findings;
     }
-    complete = complete && state_is_writable(state);
+    const std::string text = complete ? state_text(state, render_threads() > 1) : "";  // "": cannot be written
+    complete = !text.empty();
     const std::string path = state_path(state_dir, l.site.site.name);
     const std::string temp = path + ".new-" + std::to_string(::getpid());
     std::string error;
-    const bool written = complete ? fs.write(temp, state_text(state, render_threads() > 1), false, error) &&
+    const bool written = complete ? fs.write(temp, text, false, error) &&
                                         fs.rename(temp, path, error)
                                   : fs.remove_all(path, error);
     if (!written)

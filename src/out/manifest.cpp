@@ -159,6 +159,11 @@ bool one_line(const std::string& s) { return s.find('\n') == std::string::npos; 
 }  // namespace
 
 std::string state_text(const BuildState& state, bool threads) {
+    // Each path and name is one line of the text: one with a newline cannot be written.
+    for (const auto& q : state.queries)
+        if (!one_line(q.path)) return {};
+    for (const auto& d : state.rule_dirs)
+        if (!one_line(d)) return {};
     std::string out = kStateHeader;
     if (!state.inputs.empty()) {
         out += "inputs " + state.inputs + "\n";
@@ -177,42 +182,37 @@ std::string state_text(const BuildState& state, bool threads) {
     for (const auto& [root, s] : state.manifests) put_stat(out, "manifest", s, root);
     std::vector<const std::pair<const std::string, FileStat>*> dirs;  // in path order: the same state, the same text
     dirs.reserve(state.dirs.size());
-    for (const auto& row : state.dirs) dirs.push_back(&row);
+    for (const auto& row : state.dirs) {
+        if (!one_line(row.first)) return {};
+        dirs.push_back(&row);
+    }
     std::sort(dirs.begin(), dirs.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
     for (const auto* row : dirs) put_stat(out, "dir", row->second, row->first);
-    // The stacks' lines, the second half made beside the first when there are many.
+    // The stacks' lines (false: one cannot be written), the second half made beside the first
+    // when there are many.
     using Stacks = decltype(state.stacks);
     const auto put_stacks = [&state](std::string& text, Stacks::const_iterator from, Stacks::const_iterator to) {
         for (auto it = from; it != to; ++it) {
             const auto& [id, record] = *it;
+            if (!one_line(id)) return false;
             text += "stack " + record.key + (record.rebuilt ? " rebuilt " : " kept ") + id + "\n";
             for (const auto& path : record.files) {
                 const auto file = state.files.find(path);
-                if (file != state.files.end()) put_stat(text, "file", file->second, path);
+                if (file == state.files.end() || !one_line(path)) return false;
+                put_stat(text, "file", file->second, path);
             }
         }
+        return true;
     };
     const auto middle = std::next(state.stacks.begin(), static_cast<std::ptrdiff_t>(state.stacks.size() / 2));
     std::string second;
-    run_beside(threads && state.files.size() >= 4096, [&] { put_stacks(second, middle, state.stacks.end()); },
-               [&] { put_stacks(out, state.stacks.begin(), middle); });
+    bool first_ok = false, second_ok = false;
+    run_beside(threads && state.files.size() >= 4096,
+               [&] { second_ok = put_stacks(second, middle, state.stacks.end()); },
+               [&] { first_ok = put_stacks(out, state.stacks.begin(), middle); });
+    if (!first_ok || !second_ok) return {};
     out += second;
     return out;
-}
-
-bool state_is_writable(const BuildState& state) {
-    for (const auto& q : state.queries)
-        if (!one_line(q.path)) return false;
-    for (const auto& d : state.rule_dirs)
-        if (!one_line(d)) return false;
-    for (const auto& [path, s] : state.dirs)
-        if (!one_line(path)) return false;
-    for (const auto& [id, record] : state.stacks) {
-        if (!one_line(id)) return false;
-        for (const auto& path : record.files)
-            if (!one_line(path) || !state.files.count(path)) return false;
-    }
-    return true;
 }
 
 bool parse_state(const std::string& text, BuildState& state, bool inputs_only) {

@@ -59,11 +59,10 @@ struct BuildState {
     std::map<std::string, StackRecord> stacks;     // by module full name (name/version)
     std::unordered_map<std::string, FileStat> files;  // every output, relative to the out dir
 };
-// (`threads`: a big state's second half of stacks is written on a second thread.)
+// The state as text, or "" when it cannot be written as text (a path or name with a newline,
+// a stack file without its stat): the caller removes the old state instead. (`threads`: a big
+// state's second half of stacks is written on a second thread.)
 std::string state_text(const BuildState& state, bool threads = false);
-// False when the state cannot be written as text (a path or name with a newline, a stack
-// file without its stat): the caller removes the old state instead.
-bool state_is_writable(const BuildState& state);
 // False (and `state` empty) when the text is not a state this sitegen wrote. With
 // `inputs_only`, reads only what precedes the tree's stats (inputs, rule dirs, queries,
 // findings): enough to tell whether a build is up to date before reading 100,000 lines.

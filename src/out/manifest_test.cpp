@@ -51,6 +51,10 @@ TEST_CASE("a big build state reads the same written on two threads as on one", "
     REQUIRE(parse_state(two, back));
     CHECK(back.files == state.files);
     CHECK(back.stacks.size() == 1001);
+    // A file without its stat in the second half: nothing to write, on two threads as on one.
+    state.files.erase("modules-out/s/software/PyTorch/2.999/bin/f3");
+    CHECK(state_text(state).empty());
+    CHECK(state_text(state, true).empty());
 }
 
 TEST_CASE("the build state keeps the inputs and findings an up-to-date build repeats", "[manifest]") {
@@ -102,7 +106,15 @@ TEST_CASE("the build state keeps the inputs and findings an up-to-date build rep
     CHECK_FALSE(parse_state("# something else\n", inputs, true));
     // A path with a newline cannot be a line of the state: it is not written at all.
     state.dirs["modules-out/s/a\nb"] = {};
-    CHECK_FALSE(state_is_writable(state));
+    CHECK(state_text(state).empty());
+    state.dirs.clear();
+    CHECK_FALSE(state_text(state).empty());
+    // Nor is a stack whose file has no stat, or one with a newline in its name.
+    state.stacks["PyTorch/2.4"].files.push_back("modules-out/s/no-stat");
+    CHECK(state_text(state).empty());
+    state.stacks.erase("PyTorch/2.4");
+    state.stacks["PyTorch/2\n5"] = {};
+    CHECK(state_text(state).empty());
 }
 
 TEST_CASE("site-wide text covers every table but the stacks, a stack text one stack", "[manifest]") {
