@@ -541,9 +541,10 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, BuildSt
             record = {p.keys[i], true, {}};
             if (!rendered) {
                 record.rebuilt = false;
-                for (const auto& k : p.kept[i]) {
-                    record.files.push_back(k.path);
-                    publisher.add_kept(k, diags);
+                record.files.reserve(p.kept[i].size());
+                for (KeptFile& k : p.kept[i]) {
+                    publisher.add_kept(std::move(k.hash), k, diags);  // (the kept list is dropped below)
+                    record.files.push_back(std::move(k.path));
                 }
                 p.kept[i] = {};
                 return;

@@ -406,8 +406,10 @@ bool Publisher::add(const OutputFile& f, std::string hash, Diagnostics& diags) {
     return place(f.path, std::move(hash), f.executable, &f.contents, diags);
 }
 
-bool Publisher::add_kept(const KeptFile& k, Diagnostics& diags) {
-    return place(k.path, k.hash, k.executable, nullptr, diags, k.found);
+bool Publisher::add_kept(const KeptFile& k, Diagnostics& diags) { return add_kept(k.hash, k, diags); }
+
+bool Publisher::add_kept(std::string hash, const KeptFile& k, Diagnostics& diags) {
+    return place(k.path, std::move(hash), k.executable, nullptr, diags, k.found);
 }
 
 // add() with the file's `contents`, add_kept() without (the live file is linked).

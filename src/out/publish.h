@@ -77,6 +77,8 @@ public:
     // The same, with the file's sha256_hex already computed (e.g. by the thread that rendered it).
     bool add(const OutputFile& file, std::string hash, Diagnostics& diags);
     bool add_kept(const KeptFile& file, Diagnostics& diags);
+    // The same, with `file`'s hash moved in (its other fields are still read).
+    bool add_kept(std::string hash, const KeptFile& file, Diagnostics& diags);
     // After begin(): whether the live file at `path` (relative to out_dir) is as the last
     // build left it (its stat is the one `known` recorded, its mode the manifest's); if so
     // `out` is what add_kept needs (path, the manifest's hash, mode).
