@@ -189,7 +189,8 @@ struct Publisher::Root {
     // root has tens of thousands of paths sharing long prefixes, costly to compare in order.)
     struct Live {
         const TreeEntry* entry = nullptr;
-        std::string hash;
+        const std::string* hash = nullptr;  // the manifest's (`was`) when known, else `read`
+        std::string read;                   // the hash of its bytes, when they were read
         bool known = false;              // its stat is the last build's: untouched since
         const FileSpec* was = nullptr;   // its line in the live manifest, if any
     };
@@ -275,7 +276,7 @@ void Publisher::look() {
         for (size_t i = 0; i < r.entries.size(); ++i) {
             const TreeEntry& e = r.entries[i];
             if (e.type != TreeEntry::Type::file || e.path == kManifestName) continue;
-            Root::Live live{&e, {}, false};
+            Root::Live live{&e, nullptr, {}, false};
             const auto was = r.old.find(e.path);
             if (was != r.old.end()) live.was = &was->second;
             if (options_.known && was != r.old.end()) {
@@ -283,12 +284,16 @@ void Publisher::look() {
                 known_path += e.path;
                 const auto k = options_.known->find(known_path);
                 if (k != options_.known->end() && k->second == stat_of(e)) {
-                    live.hash = was->second.hash;
+                    live.hash = &was->second.hash;
                     live.known = true;
                 }
             }
-            if (live.hash.empty()) live.hash = hash_of(fs_, r.live + "/" + e.path);
-            r.live_of[i] = &r.live_files.emplace(e.path, std::move(live)).first->second;
+            Root::Live& placed = r.live_files.emplace(e.path, std::move(live)).first->second;
+            if (!placed.hash) {
+                placed.read = hash_of(fs_, r.live + "/" + e.path);
+                placed.hash = &placed.read;
+            }
+            r.live_of[i] = &placed;
         }
         if (options_.dry_run) continue;
         // The spare is reused when it is a directory whose directories are all 0755 (a fresh
@@ -361,7 +366,7 @@ bool Publisher::stage(Root& r, const std::string& rel, const FileSpec& want, con
         const auto it = r.live_files.find(rel);
         if (it != r.live_files.end()) live = &it->second;
     }
-    const bool as_wanted = live && live->hash == want.hash && live->entry->mode == want.mode;
+    const bool as_wanted = live && *live->hash == want.hash && live->entry->mode == want.mode;
     const auto spare = r.spare_files.find(rel);
     if (as_wanted && spare != r.spare_files.end() && spare->second.ino == live->entry->ino) {
         if (!spare->second.kept) ++r.spare_kept;
@@ -517,7 +522,7 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
                     continue;
                 }
                 const Root::Live& live_file = *r.live_of[i];
-                const std::string& hash = live_file.hash;
+                const std::string& hash = *live_file.hash;
                 const FileSpec* was = live_file.was;
                 if (!was)
                     hand_edit(e.path, "file was not written by sitegen");
