@@ -2,6 +2,7 @@
 #pragma once
 
 #include <exception>
+#include <system_error>
 #include <thread>
 
 namespace sitegen {
@@ -9,7 +10,8 @@ namespace sitegen {
 // Runs `other` on a thread of its own while the calling thread runs `mine`, and returns when
 // both are done (with `parallel` false: `mine`, then `other`, on the calling thread). The two
 // must not write what the other reads. Both run even when one throws; the exception is
-// rethrown once both ended (`mine`'s, when both threw).
+// rethrown once both ended (`mine`'s, when both threw). When no thread can be started, both
+// run on the calling thread.
 template <class Other, class Mine>
 void run_beside(bool parallel, Other&& other, Mine&& mine) {
     std::exception_ptr failed, failed_beside;
@@ -21,7 +23,13 @@ void run_beside(bool parallel, Other&& other, Mine&& mine) {
         }
     };
     std::thread beside;
-    if (parallel) beside = std::thread(run_other);
+    if (parallel) {
+        try {
+            beside = std::thread(run_other);
+        } catch (const std::system_error&) {
+            parallel = false;  // no thread to be had (a process limit): one after the other
+        }
+    }
     try {
         mine();
     } catch (...) {
