@@ -707,37 +707,25 @@ Result run_build(FileSystem& fs, const Request& request) {
     Diagnostics diags;
     auto& sites = working->sites;
     std::vector<PreparedSite> prepared;
-    {
-        std::exception_ptr failed;
-        std::thread preparing;
-        if (overlap)
-            preparing = std::thread([&] {
-                try {
-                    prepare_publish();
-                    publisher.look();
-                } catch (...) {
-                    failed = std::current_exception();
-                }
-            });
-        struct Join {
-            std::thread& t;
-            ~Join() { if (t.joinable()) t.join(); }
-        } join{preparing};
+    const auto load_check_and_key = [&] {
         load_and_check(fs, resolved, sites, diags, overlap);
         // The build keys need the sites alone: made while the look may still be going on.
-        if (!diags.has_errors()) {
-            prepared.resize(sites.size());
-            for (size_t s = 0; s < sites.size(); ++s) {
-                const Loaded& l = sites[s];
-                PreparedSite& p = prepared[s];
-                p.options.prefix = request.prefix ? *request.prefix : l.site.site.install_prefix;
-                p.options.hooks = l.hooks;
-                p.keys = stack_keys(fs, l, p.options);
-            }
+        if (diags.has_errors()) return;
+        prepared.resize(sites.size());
+        for (size_t s = 0; s < sites.size(); ++s) {
+            const Loaded& l = sites[s];
+            PreparedSite& p = prepared[s];
+            p.options.prefix = request.prefix ? *request.prefix : l.site.site.install_prefix;
+            p.options.hooks = l.hooks;
+            p.keys = stack_keys(fs, l, p.options);
         }
-        if (preparing.joinable()) preparing.join();
-        if (failed) std::rethrow_exception(failed);
-    }
+    };
+    const auto prepare_and_look = [&] {
+        if (!overlap) return;  // (the plain order: prepared below, looked at by begin())
+        prepare_publish();
+        publisher.look();
+    };
+    run_beside(overlap, prepare_and_look, load_check_and_key);
     // Every site's findings, the rules' too, before saying why nothing is written.
     const auto refuse_site_errors = [&] {
         result.err += render_all(diags, reader_for(fs));
