@@ -450,6 +450,88 @@ void Publisher::discard() {
         for (const auto& r : state_) fs_.remove_all(r.staged, ignored);
 }
 
+// Anything sitegen would overwrite or remove that is not as sitegen wrote it is a hand edit:
+// refused, or with --force a warning. Either way a fresh tree replaces it whole.
+void Publisher::hand_edit(Diagnostics& diags, const Root& r, const std::string& rel, const std::string& why) const {
+    const SourceRegion at{rel.empty() ? r.live : r.live + "/" + rel, 0, 0};
+    if (options_.force)
+        diags.warning(at, "overwriting: " + why);
+    else
+        diags.error(at, why, "keep your change in the site definition, or rerun with --force to overwrite it");
+}
+
+// finish()'s comparison of a root's live tree with the new one: reports hand edits, removed,
+// changed and unchanged files, flags the new tree's files found on the live tree (present,
+// occupied) and points `live_manifest` at the live manifest's entry. True when the trees
+// differ in anything but the manifest and the added files. Writes only those flags of
+// `r.fresh`'s values, never its paths, hashes or modes.
+bool Publisher::compare_live(Root& r, PublishReport& report, Diagnostics& diags, const TreeEntry*& live_manifest) {
+    auto& fresh = r.fresh;
+    const TreeIndex& old = r.old;
+    bool differs = false;
+    r.fresh_dirs = parent_dir_views(fresh);
+    const auto& fresh_dirs = r.fresh_dirs;
+    std::optional<std::unordered_set<std::string_view>> old_dirs;  // made when a live directory is not a fresh one
+    if (r.exists && r.top.type != TreeEntry::Type::dir) {
+        hand_edit(diags, r, "", std::string("is ") + r.top.what + ", not a directory written by sitegen");
+        differs = true;
+    } else if (r.exists && r.top.mode != kDirMode) {
+        differs = true;  // a fresh tree's directories are 0755
+    }
+    report.stats.reserve(report.stats.size() + fresh.size());
+    for (size_t i = 0; i < r.entries.size(); ++i) {
+        const TreeEntry& e = r.entries[i];
+        if (e.type == TreeEntry::Type::dir) {
+            if (!fresh_dirs.count(e.path)) {
+                if (!old_dirs) old_dirs = parent_dir_views(old);
+                if (!old_dirs->count(e.path)) hand_edit(diags, r, e.path, "directory was not created by sitegen");
+                differs = true;
+            } else if (e.mode != kDirMode) {
+                differs = true;
+            }
+            continue;
+        }
+        const auto want = fresh.find(e.path);
+        if (want != fresh.end()) want->second.occupied = true;
+        const bool own = e.path == kManifestName;
+        if (e.type != TreeEntry::Type::file) {
+            if (own || old.count(e.path))
+                hand_edit(diags, r, e.path, std::string("file was replaced by ") + e.what + " since sitegen wrote it");
+            else
+                hand_edit(diags, r, e.path, std::string("file is ") + e.what + " that was not written by sitegen");
+            if (!own) (want != fresh.end() ? report.changed : report.removed).push_back(join(r.root, e.path));
+            differs = true;
+            continue;
+        }
+        if (own) {
+            live_manifest = &e;  // compared once its text is made
+            continue;
+        }
+        const Root::Live& live_file = *r.live_of[i];
+        const std::string& hash = *live_file.hash;
+        const FileSpec* was = live_file.was;
+        if (!was)
+            hand_edit(diags, r, e.path, "file was not written by sitegen");
+        else if (was->hash != hash)
+            hand_edit(diags, r, e.path, "file was edited by hand since sitegen wrote it");
+        else if (was->mode != e.mode)
+            hand_edit(diags, r, e.path, "file mode was changed by hand since sitegen wrote it (" + octal(e.mode) +
+                                            ", sitegen wrote " + octal(was->mode) + ")");
+        if (want == fresh.end()) {
+            report.removed.push_back(join(r.root, e.path));
+            differs = true;
+        } else if (want->second.hash == hash && want->second.mode == e.mode) {
+            want->second.present = true;
+            ++report.unchanged;
+            report.stats.emplace(join(r.root, e.path), stat_of(e));
+        } else {
+            report.changed.push_back(join(r.root, e.path));
+            differs = true;
+        }
+    }
+    return differs;
+}
+
 bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
     report.io_error = io_error_;
     if (!begun_ || failed_) {
@@ -462,97 +544,24 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
     std::map<std::string, std::string> manifests;
     for (Root& r : state_) {
         const std::string& root = r.root;
-        const std::string& live = r.live;
         auto& fresh = r.fresh;
-        const TreeIndex& old = r.old;
         // The manifest is compared by its bytes below; its hash is needed only for the journal.
         Root::Wanted& own_manifest = fresh[kManifestName];
         own_manifest.mode = 0644;
         const TreeEntry* live_manifest = nullptr;
         bool differs = false;
-        // Anything sitegen would overwrite or remove that is not as sitegen wrote it is a hand
-        // edit: refused, or with --force a warning. Either way a fresh tree replaces it whole.
-        const auto hand_edit = [&](const std::string& rel, const std::string& why) {
-            const SourceRegion at{rel.empty() ? live : live + "/" + rel, 0, 0};
-            if (options_.force)
-                diags.warning(at, "overwriting: " + why);
-            else
-                diags.error(at, why, "keep your change in the site definition, or rerun with --force to overwrite it");
-        };
-        // The manifest text is made beside the comparison, which writes only the flags of
-        // `fresh`'s values, not the paths, hashes and modes the text reads.
+        // The manifest text is made beside the comparison (see compare_live).
         run_beside(options_.threads && fresh.size() > 4096, [&] { manifests[root] = manifest_of(fresh); },
-                   [&] {
-            r.fresh_dirs = parent_dir_views(fresh);
-            const auto& fresh_dirs = r.fresh_dirs;
-            std::optional<std::unordered_set<std::string_view>> old_dirs;  // made when a live directory is not a fresh one
-            if (r.exists && r.top.type != TreeEntry::Type::dir) {
-                hand_edit("", std::string("is ") + r.top.what + ", not a directory written by sitegen");
-                differs = true;
-            } else if (r.exists && r.top.mode != kDirMode) {
-                differs = true;  // a fresh tree's directories are 0755
-            }
-            report.stats.reserve(report.stats.size() + fresh.size());
-            for (size_t i = 0; i < r.entries.size(); ++i) {
-                const TreeEntry& e = r.entries[i];
-                if (e.type == TreeEntry::Type::dir) {
-                    if (!fresh_dirs.count(e.path)) {
-                        if (!old_dirs) old_dirs = parent_dir_views(old);
-                        if (!old_dirs->count(e.path)) hand_edit(e.path, "directory was not created by sitegen");
-                        differs = true;
-                    } else if (e.mode != kDirMode) {
-                        differs = true;
-                    }
-                    continue;
-                }
-                const auto want = fresh.find(e.path);
-                if (want != fresh.end()) want->second.occupied = true;
-                const bool own = e.path == kManifestName;
-                if (e.type != TreeEntry::Type::file) {
-                    if (own || old.count(e.path))
-                        hand_edit(e.path, std::string("file was replaced by ") + e.what + " since sitegen wrote it");
-                    else
-                        hand_edit(e.path, std::string("file is ") + e.what + " that was not written by sitegen");
-                    if (!own) (want != fresh.end() ? report.changed : report.removed).push_back(join(root, e.path));
-                    differs = true;
-                    continue;
-                }
-                if (own) {
-                    live_manifest = &e;  // compared once its text is made
-                    continue;
-                }
-                const Root::Live& live_file = *r.live_of[i];
-                const std::string& hash = *live_file.hash;
-                const FileSpec* was = live_file.was;
-                if (!was)
-                    hand_edit(e.path, "file was not written by sitegen");
-                else if (was->hash != hash)
-                    hand_edit(e.path, "file was edited by hand since sitegen wrote it");
-                else if (was->mode != e.mode)
-                    hand_edit(e.path, "file mode was changed by hand since sitegen wrote it (" + octal(e.mode) +
-                                          ", sitegen wrote " + octal(was->mode) + ")");
-                if (want == fresh.end()) {
-                    report.removed.push_back(join(root, e.path));
-                    differs = true;
-                } else if (want->second.hash == hash && want->second.mode == e.mode) {
-                    want->second.present = true;
-                    ++report.unchanged;
-                    report.stats.emplace(join(root, e.path), stat_of(e));
-                } else {
-                    report.changed.push_back(join(root, e.path));
-                    differs = true;
-                }
-            }
-            // Fresh files not on the live tree as wanted: added (unless something else is at their
-            // path: changed, above); a kept one stays another name of the live file, so it must be
-            // there as the caller saw it (it can only be missing when changed during this build).
-                   });
+                   [&] { differs = compare_live(r, report, diags, live_manifest); });
         if (live_manifest && r.old_text == manifests[root] && live_manifest->mode == 0644) {
             own_manifest.present = true;
             report.manifest_stats[root] = stat_of(*live_manifest);
         } else if (live_manifest) {
             differs = true;
         }
+        // Fresh files not on the live tree as wanted: added (unless something else is at their
+        // path: changed, above); a kept one stays another name of the live file, so it must be
+        // there as the caller saw it (it can only be missing when changed during this build).
         std::vector<std::string_view> added, gone;
         for (const auto& [rel, want] : fresh) {
             if (want.present || &want == &own_manifest) continue;

@@ -105,6 +105,8 @@ private:
     bool stage(Root& root, const std::string& rel, const FileSpec& want, const std::string* contents, bool executable,
                std::string& error, bool linking = false, const void* found = nullptr);
     bool looked_still_holds();
+    void hand_edit(Diagnostics& diags, const Root& r, const std::string& rel, const std::string& why) const;
+    bool compare_live(Root& r, PublishReport& report, Diagnostics& diags, const TreeEntry*& live_manifest);
     FileSystem& fs_;
     std::vector<std::string> roots_;
     PublishOptions options_;
