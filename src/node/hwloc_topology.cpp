@@ -245,7 +245,9 @@ struct Loader {
                     nic.high_speed = true;
                     nic.why = std::string("PCI link ") + speed;
                 } else {
-                    nic.why = std::string("PCI link ") + speed + ", no RDMA device: not a high-speed NIC";
+                    // hwloc reads 0 where the link reports no speed (a virtio NIC in a VM).
+                    nic.why = (a.linkspeed > 0.0f ? std::string("PCI link ") + speed : std::string("PCI link speed unknown")) +
+                              ", no RDMA device: not a high-speed NIC";
                 }
                 out.nics.push_back(std::move(nic));
             }
@@ -473,9 +475,10 @@ std::string hardware_toml(const NodeTopology& topo) {
                 ++sharing;
             }
             std::string share = sharing > 1 ? ", part " + std::to_string(position + 1) + " of " + std::to_string(sharing) : "";
-            s += "  " + toml_string(format_core_ranges(suggested[i])) + ",  # device " + std::to_string(i) + ": " +
-                 comment_text(gpus[i].name) + ", PCI " + gpus[i].pci_busid + ", " + comment_text(near(gpus[i].locality)) +
-                 share + "\n";
+            // Without an OS device (no CUDA/NVML/ROCm plugin in hwloc) the name is the PCI address.
+            const std::string name = gpus[i].name == gpus[i].pci_busid ? "" : comment_text(gpus[i].name) + ", ";
+            s += "  " + toml_string(format_core_ranges(suggested[i])) + ",  # device " + std::to_string(i) + ": " + name +
+                 "PCI " + gpus[i].pci_busid + ", " + comment_text(near(gpus[i].locality)) + share + "\n";
         }
         s += "]\n";
         const auto numa = suggested_device_numa(topo);

@@ -81,6 +81,9 @@ check_contains "direct local 2 ranks: PASS" \
 check_contains "direct local: bandwidth table" "all_reduce bus bandwidth (gloo, 2 ranks, float32, 5 iterations" "$(<"$SCRATCH/d2.out")"
 check_eq "direct local 1 rank: exit 0" 0 "$(direct d1 local 1 --sizes 1)"
 check_contains "direct local 1 rank: PASS" "ACCEPTANCE PASS: pytorch/1.13.1-cpu on local: 1 rank on 1 node" "$(<"$SCRATCH/d1.out")"
+check_contains "direct local 1 rank: no bandwidth from one rank" \
+  "all_reduce with 1 rank (gloo, float32, 5 iterations): no data crosses a link, so no bandwidth is measured" "$(<"$SCRATCH/d1.out")"
+if [[ $(<"$SCRATCH/d1.out") == *GB/s* ]]; then fail "direct local 1 rank: a bandwidth from one rank"; else pass; fi
 
 check_eq "direct GPU site on a CPU node: exit 1" 1 "$(direct dg local-gpu 2 --sizes 1)"
 dg=$(<"$SCRATCH/dg.out")

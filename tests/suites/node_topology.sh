@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `sitegen topology import` against real hwloc: each seed site's node fixture
-# (tests/fixtures/hwloc/<site>.xml, from the documented layouts) and this machine's own
-# `lstopo --of xml` print a [hardware] table that TOML reads back to the site's values
+# (tests/fixtures/hwloc/<site>.xml, from the documented layouts), the lstopo XML of a real
+# node with one NVIDIA H100 (h100-nccl.xml, for tests/device/sites/h100-nccl) and this
+# machine's own `lstopo --of xml` print a [hardware] table that TOML reads back to the site's values
 # (cores, threads, devices, device_cores, NICs, vendor), and that, pasted into the site file,
 # passes `sitegen check`. Unreadable or invalid XML exits 3, a missing argument 2.
 set -euo pipefail
@@ -11,6 +12,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/tests/tools/common.sh"
 need_tool lstopo-no-graphics /usr/bin/python3
 fixtures=$root/tests/fixtures/hwloc
+# sites_of SITE: the sites directory holding SITE (the GPU device's test site has its own).
+sites_of() { if [[ $1 == h100-nccl ]]; then echo "$root/tests/device/sites"; else echo "$root/sites"; fi; }
 
 # compare SITE_TOML IMPORTED_TOML [FRAGMENT...]: the site's [hardware] (its fragments first)
 # against the imported one; prints the differences, nothing when they agree.
@@ -54,7 +57,7 @@ PY
 paste_hardware() {
   local site=$1 imported=$2 dir
   dir=$(mktemp -d "$SCRATCH/sites.XXXXXX")
-  cp -r "$root/sites/." "$dir/"
+  cp -r "$(sites_of "$site")/." "$dir/"
   /usr/bin/python3 - "$dir/$site/site.toml" "$imported" "$dir/shared/amd-mi250x-slingshot.toml" <<'PY'
 import re
 import sys
@@ -84,7 +87,7 @@ PY
   echo "$dir"
 }
 
-for site in lumi frontier cirrus aurora local; do
+for site in lumi frontier cirrus aurora local h100-nccl; do
   out=$SCRATCH/$site.toml
   if ! "$sitegen" topology import "$fixtures/$site.xml" >"$out" 2>"$SCRATCH/err"; then
     fail "$site: import failed: $(<"$SCRATCH/err")"
@@ -92,7 +95,7 @@ for site in lumi frontier cirrus aurora local; do
   fi
   fragments=()
   [[ $site == lumi || $site == frontier ]] && fragments=("$root/sites/shared/amd-mi250x-slingshot.toml")
-  check_eq "$site: imported [hardware] = the site's" "" "$(compare "$root/sites/$site/site.toml" "$out" "${fragments[@]}")"
+  check_eq "$site: imported [hardware] = the site's" "" "$(compare "$(sites_of "$site")/$site/site.toml" "$out" "${fragments[@]}")"
   dir=$(paste_hardware "$site" "$out")
   check "$site: the site with the imported [hardware] passes sitegen check" "$sitegen" --sites-dir "$dir" check "$site"
 done
@@ -103,6 +106,11 @@ check_contains "lumi: device 0's source" \
   '"48-55",  # device 0: rsmi0, PCI 0000:c1:00.0, near cores 48-63 (NUMA node 3), under Group0 L#3, part 1 of 2' "$lumi"
 check_contains "lumi: the management NIC is named but left out" \
   "# not in nics: nmn0 (PCI 0000:02:00.0, PCI link 0.25 GB/s, no RDMA device: not a high-speed NIC)" "$lumi"
+check_contains "h100-nccl: a GPU without an OS device (no CUDA plugin in hwloc) is named by its PCI address once" \
+  '"0-15",  # device 0: PCI 0000:00:06.0, near cores 0-15 (NUMA node 0), under Machine' "$("$sitegen" topology import "$fixtures/h100-nccl.xml")"
+check_contains "h100-nccl: a virtio NIC's link speed is unknown, not 0" \
+  "# not in nics: eth0 (PCI 0000:00:03.0, PCI link speed unknown, no RDMA device: not a high-speed NIC)" \
+  "$("$sitegen" topology import "$fixtures/h100-nccl.xml")"
 check_contains "aurora: tiles" \
   "devices_per_node = 12  # 6 GPU PCI devices x 2 Level Zero subdevices (tiles)" "$("$sitegen" topology import "$fixtures/aurora.xml")"
 

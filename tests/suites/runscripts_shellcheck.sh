@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every generated script of every site (runscripts, bin/) passes `bash -n` and shellcheck
 # with no finding at all; the Python ones (acceptance.py) compile and pass pycodestyle
-# (--max-line-length=120).
+# (--max-line-length=120). The GPU device's test site (tests/device/sites) is built too, and
+# the device scripts in tests/device pass shellcheck.
 set -euo pipefail
 sitegen=$(realpath "${1:?usage: runscripts_shellcheck.sh SITEGEN}")
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -13,6 +14,10 @@ if ! /usr/bin/python3 -m pycodestyle --version >/dev/null 2>&1; then
   finish
 fi
 "$sitegen" --sites-dir "$root/sites" --out-dir "$SCRATCH" build --all >/dev/null
+"$sitegen" --sites-dir "$root/tests/device/sites" --out-dir "$SCRATCH" build --all >/dev/null
+for f in "$root"/tests/device/*.sh; do
+  if report=$(shellcheck "$f" 2>&1); then pass; else fail "shellcheck ${f#"$root"/}"; echo "$report" | head -n 20; fi
+done
 count=0
 while IFS= read -r -d '' f; do
   count=$((count + 1))
