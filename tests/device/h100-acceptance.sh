@@ -14,7 +14,10 @@
 #   6. the rank wrapper (python-distributed) running acceptance.py and a DDP training step,
 #      started as job.slurm's `srun --cpu-bind=mask_cpu:MASK` starts it for a one-task step:
 #      Slurm's variables for rank 0 of 1 task, the CPU mask applied with taskset;
-#   7. a copy of the site whose stack needs a newer driver than the node's: the module refuses
+#   7. the same with a CPU mask that is not the site's: the acceptance fails on affinity;
+#   8. real EasyBuild 5.2.1 installs the stack's easyconfig (its sanity check imports the
+#      node's torch), and the acceptance passes from EasyBuild's module and install;
+#   9. a copy of the site whose stack needs a newer driver than the node's: the module refuses
 #      to load and the acceptance fails on the driver check.
 # Every step runs even when one before it failed; the exit status is 1 if any step did not
 # do what it should. Not part of tests/run: the suite never needs a GPU.
@@ -107,17 +110,19 @@ expect_in "acceptance --direct 1" "ACCEPTANCE PASS"
 # The rank wrapper as `srun --cpu-bind=mask_cpu:MASK python-distributed ...` starts it in a
 # one-task step of job 4242: Slurm's per-task variables, the mask from job.slurm.
 mask=$(sed -n 's/^CPU_MASKS=//p' "$runscripts/job.slurm")
+# as_srun_task MASK ARGS: the wrapper with ARGS (one string, expanded in the job's shell).
 as_srun_task() {
-  local host
+  local host cpu_mask=$1
+  shift
   host=$(hostname)
   lmod_shell "module load $stack && export SLURM_JOB_ID=4242 SLURM_STEP_ID=0 SLURM_PROCID=0 SLURM_NTASKS=1 \
 SLURM_LOCALID=0 SLURM_NODEID=0 SLURM_STEP_TASKS_PER_NODE=1 SLURM_STEP_NODELIST=$host SLURM_JOB_NODELIST=$host \
 SITEGEN_REPORT_AFFINITY=1 SITEGEN_ACCEPTANCE_VERDICT=/tmp/verdict && \
 MASTER_ADDR=\$(\"\$RUNSCRIPTS/get-master\") && export MASTER_ADDR && echo \"get-master: \$MASTER_ADDR\" && \
-taskset $mask \"\$RUNSCRIPTS/python-distributed\" $*"
+taskset $cpu_mask \"\$RUNSCRIPTS/python-distributed\" $*"
 }
 rm -f /tmp/verdict
-step "rank wrapper: acceptance" 0 as_srun_task '"$RUNSCRIPTS/acceptance.py"'
+step "rank wrapper: acceptance" 0 as_srun_task "$mask" '"$RUNSCRIPTS/acceptance.py"'
 step "rank 0's verdict" 0 cat /tmp/verdict
 expect_in "rank 0's verdict" "ACCEPTANCE PASS"
 
@@ -151,7 +156,32 @@ flops = 3 * 2 * 8192 * 4096 * 4096 * 2  # forward + backward, two layers
 print("step time %.2f ms, %.0f TFLOP/s (bf16)" % (dt * 1e3, flops / dt / 1e12))
 dist.destroy_process_group()
 PY
-step "rank wrapper: DDP" 0 as_srun_task /tmp/ddp_step.py
+step "rank wrapper: DDP" 0 as_srun_task "$mask" /tmp/ddp_step.py
+rm -f /tmp/verdict
+step "rank wrapper: a wrong mask (0x1)" 0 as_srun_task 0x1 '"$RUNSCRIPTS/acceptance.py" --sizes 8 || echo "acceptance exit $?"'
+step "rank 0's verdict (wrong mask)" 0 cat /tmp/verdict
+expect_in "rank 0's verdict (wrong mask)" "ACCEPTANCE FAIL: $stack on $site: 1 rank on 1 node; failing ranks 0 (affinity: ranks 0)"
+
+# Real EasyBuild installs the easyconfig; the acceptance runs from its module. EasyBuild runs
+# with the node's /usr/bin/python3 when there is one, else the image's.
+eb_install() {
+  local eb=/tmp/easybuild eb_python=/usr/bin/python3
+  [[ -x $eb_python ]] || eb_python=$python
+  rm -rf "$eb" && mkdir -p "$eb/src" || return 1
+  for t in "$bundle"/easybuild/*.tar.gz; do tar xzf "$t" -C "$eb/src" || return 1; done
+  env -i HOME=$eb PATH=/usr/share/lmod/lmod/libexec:/usr/bin:/bin \
+    PYTHONPATH="$eb/src/easybuild-framework:$eb/src/easybuild-easyblocks" \
+    "$eb_python" -m easybuild.main --allow-use-as-root-and-accept-consequences --robot-paths= \
+    --installpath="$eb/prefix" --buildpath="$eb/build" --sourcepath="$eb/sources" --tmpdir="$eb/tmp" \
+    --installpath-modules="$eb/prefix" --suffix-modules-path=modulefiles \
+    "/tmp/sitegen-out/easyconfigs-out/$site/p/${stack%%/*}/${stack%%/*}-${stack#*/}.eb"
+}
+step "eb install" 0 eb_install
+expect_in "eb install" "COMPLETED: Installation ended successfully"
+step "EasyBuild's module: acceptance --direct 1" 0 env -i HOME=/tmp/lmod-home PATH="${python%/*}:/usr/bin:/bin" bash --noprofile --norc -c \
+  'source /usr/share/lmod/lmod/init/bash && module use /tmp/easybuild/prefix/modulefiles && module load "$1" &&
+   echo "RUNSCRIPTS=$RUNSCRIPTS" && "$RUNSCRIPTS/acceptance.py" --direct 1 --sizes 8' _ "$stack"
+expect_in "EasyBuild's module: acceptance --direct 1" "ACCEPTANCE PASS"
 
 # A newer driver than the node's: a site copy whose stack needs 999.1.
 rm -rf /tmp/sites-newer && cp -r "$sites" /tmp/sites-newer

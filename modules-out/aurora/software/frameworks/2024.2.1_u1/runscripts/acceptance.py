@@ -346,7 +346,11 @@ def bandwidth(me, torch, dist, device, group, args):
         for _ in range(2):
             dist.all_reduce(t, group=group)
         synchronize(torch, device)
-        dist.barrier(group=group)
+        if device.type == 'cuda' and group is not None:
+            # NCCL/RCCL: name the rank's GPU (torch 2.x warns when the barrier has to guess it).
+            dist.barrier(group=group, device_ids=[device.index])
+        else:
+            dist.barrier(group=group)
         start = time.perf_counter()
         for _ in range(args.iterations):
             dist.all_reduce(t, group=group)
