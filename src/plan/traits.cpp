@@ -287,6 +287,30 @@ const SharingTraits& sharing_traits(GpuVendor v) {
     std::abort();
 }
 
+// NCCL refuses a communicator with two ranks on one GPU since 2.5 (init.cc's "Duplicate GPU
+// detected", ncclInvalidUsage; MPS does not change it: https://github.com/NVIDIA/nccl/issues/418),
+// seen with NCCL 2.28.9 on an H100 with and without MPS (docs/node-tools.md). RCCL keeps that
+// check and defaults to one rank per GPU (https://github.com/ROCm/rccl/pull/569). oneCCL shares
+// Intel tiles by CCS mode (ALCF); gloo reduces host memory.
+constexpr CollectiveTraits kNccl{CollectiveLib::nccl,
+                                 "NCCL refuses two ranks of one communicator on one GPU (\"Duplicate GPU detected\", "
+                                 "ncclInvalidUsage), with or without MPS"};
+constexpr CollectiveTraits kRccl{CollectiveLib::rccl,
+                                 "RCCL keeps NCCL's check against two ranks of one communicator on one GPU "
+                                 "(\"Duplicate GPU detected\") and allows one rank per GPU by default"};
+constexpr CollectiveTraits kOneccl{CollectiveLib::oneccl, nullptr};
+constexpr CollectiveTraits kGloo{CollectiveLib::gloo, nullptr};
+
+const CollectiveTraits& traits(CollectiveLib l) {
+    switch (l) {
+        case CollectiveLib::nccl: return kNccl;
+        case CollectiveLib::rccl: return kRccl;
+        case CollectiveLib::oneccl: return kOneccl;
+        case CollectiveLib::gloo: return kGloo;
+    }
+    std::abort();
+}
+
 int ranks_per_device(const Site& site) {
     if (!traits(site.collectives.visibility).shares || site.collectives.ranks_per_device < 1) return 1;
     return site.collectives.ranks_per_device;

@@ -126,6 +126,14 @@ struct SharingTraits {
     int max_ranks;
 };
 
+// What a collective library allows of the ranks on one device.
+struct CollectiveTraits {
+    CollectiveLib library;
+    // Why two ranks of one communicator cannot share a device (visibility = "shared" is
+    // refused); nullptr: they can.
+    const char* one_rank_per_device;
+};
+
 // Where a module system finds a modulefile and a module name's default version.
 struct ModuleSystemTraits {
     ModuleSystem system;
@@ -141,6 +149,7 @@ const RuntimeTraits& traits(ContainerRuntime);
 const LayoutTraits& traits(PythonLayout);
 const VisibilityTraits& traits(VisibilityPolicy);
 const SharingTraits& sharing_traits(GpuVendor);
+const CollectiveTraits& traits(CollectiveLib);
 
 // Ranks on each device: collectives.ranks_per_device under a sharing policy, else 1.
 int ranks_per_device(const Site& site);

@@ -513,6 +513,13 @@ void Checker::check_visibility() {
                     "gpu_vendor '" + to_string(h.gpu_vendor) + "' has no way for ranks to share a device");
         return;
     }
+    if (const char* why = traits(c.library).one_rank_per_device; why && k > 1) {
+        diags.error(site.where(at),
+                    "visibility = \"shared\" puts " + std::to_string(k) + " ranks on each device, but " + why,
+                    "run one rank per device (visibility = \"narrow\", tasks_per_node <= devices_per_node), or use "
+                    "library = \"gloo\" if the ranks' collectives may run on the CPUs");
+        return;
+    }
     bool allowed = k <= sharing.max_ranks;
     if (!sharing.ranks_per_device.empty())
         allowed = std::find(sharing.ranks_per_device.begin(), sharing.ranks_per_device.end(), k) !=

@@ -91,6 +91,9 @@ write_site() {
     intel) lib=oneccl var=ZE_AFFINITY_MASK ;;
   esac
   [[ $visibility == all ]] && var=""
+  # NCCL and RCCL refuse two ranks of a communicator on one GPU (tests/suites/visibility.sh
+  # checks the refusal): ranks sharing an NVIDIA or AMD device reduce with gloo.
+  [[ $visibility == shared && ($lib == nccl || $lib == rccl) ]] && lib=gloo
   local tasks=2
   [[ $visibility == shared ]] && tasks=4  # 2 ranks on each of the 2 devices
   mkdir -p "$dir/$name"

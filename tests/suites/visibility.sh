@@ -136,7 +136,8 @@ check_eq "aurora ccs: a scheduler's tile list is indexed by rank / 4" "ZE_AFFINI
 check_eq "aurora ccs: the user's ZEX_NUMBER_OF_CCS wins" "ZEX_NUMBER_OF_CCS=0:2" \
   "$(pbs_rank "$rs" 5 48 ZEX_NUMBER_OF_CCS=0:2 | grep '^ZEX_NUMBER_OF_CCS=')"
 
-# 4. NVIDIA MPS, 2 ranks per GPU on 4 GPUs under Slurm, with CPU masks.
+# 4. NVIDIA MPS, 2 ranks per GPU on 4 GPUs under Slurm, with CPU masks. Its collectives are
+# gloo's: NCCL refuses two ranks of a communicator on one GPU (refused below, mps-nccl).
 mkdir -p "$sites/mps"
 cat >"$sites/mps/site.toml" <<'TOML'
 [site]
@@ -153,7 +154,7 @@ device_cores = ["0-7", "8-15", "16-23", "24-31"]
 [binding]
 style = "mask"
 [collectives]
-library = "nccl"
+library = "gloo"
 visibility_var = "CUDA_VISIBLE_DEVICES"
 visibility = "shared"
 ranks_per_device = 2
@@ -283,6 +284,12 @@ sed -e 's/name = "mps"/name = "cpu-shared"/' -e 's/"nvidia"/"none"/' -e 's/devic
   -e '/^device_cores/d' -e 's/style = "mask"/style = "none"/' -e '/^visibility_var/d' -e 's/"nccl"/"gloo"/' \
   "$sites/mps/site.toml" >"$sites/cpu-shared/site.toml"
 refuse cpu-shared 15:14 "visibility 'shared' gives each rank a device, but gpu_vendor 'none' has no devices per node"
+mkdir -p "$sites/mps-nccl" "$sites/mps-rccl"
+sed -e 's/name = "mps"/name = "mps-nccl"/' -e 's/"gloo"/"nccl"/' "$sites/mps/site.toml" >"$sites/mps-nccl/site.toml"
+refuse mps-nccl 18:20 'visibility = "shared" puts 2 ranks on each device, but NCCL refuses two ranks of one communicator on one GPU ("Duplicate GPU detected", ncclInvalidUsage), with or without MPS'
+sed -e 's/name = "mps"/name = "mps-rccl"/' -e 's/"gloo"/"rccl"/' -e 's/"nvidia"/"amd"/' -e 's/CUDA_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES/' \
+  "$sites/mps/site.toml" >"$sites/mps-rccl/site.toml"
+refuse mps-rccl 18:20 'visibility = "shared" puts 2 ranks on each device, but RCCL keeps NCCL'"'"'s check against two ranks of one communicator on one GPU'
 mkdir -p "$sites/no-var"
 sed -e 's/name = "mps"/name = "no-var"/' -e '/^visibility_var/d' "$sites/mps/site.toml" >"$sites/no-var/site.toml"
 refuse no-var 16:14 "visibility 'shared' narrows each rank to its device through collectives.visibility_var, which is not set"
