@@ -152,9 +152,13 @@ std::vector<EnvSetting> resolve_env(const Site& site, const Stack& stack) {
     }
     for (const auto& [name, value] : stack.env)
         std::erase_if(out, [&](const EnvSetting& e) { return e.name == name; });
+    if (stack.env.empty()) return out;
+    // The stack's index from its address (a search of site.stacks per call was quadratic in
+    // a full build); "env" for a stack that is not the site's own (tests build such).
     std::string prefix = "env";
-    for (size_t i = 0; i < site.stacks.size(); ++i)
-        if (&site.stacks[i] == &stack) prefix = "stacks." + std::to_string(i) + ".env";
+    const Stack* first = site.stacks.data();
+    if (std::less_equal<const Stack*>()(first, &stack) && std::less<const Stack*>()(&stack, first + site.stacks.size()))
+        prefix = "stacks." + std::to_string(&stack - first) + ".env";
     for (const auto& [name, value] : stack.env)
         out.push_back({name, value, "", prefix, prefix + "." + name, NodeScope::any, "", true});
     return out;

@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -28,7 +27,6 @@
 #include "render/tcl_statements.h"
 #include "text/python_writer.h"
 #include "text/quote.h"
-#include "out/sha256.h"
 
 namespace sitegen {
 
@@ -105,25 +103,6 @@ std::vector<Script> stack_scripts(const StackPlan& plan) {
         scripts.push_back(std::move(s));
     }
     return scripts;
-}
-
-// True if `line` (not empty) is a whole line of `text`: searched for as a string (rare in a
-// script; Boyer-Moore-Horspool skips most bytes), not compared line by line.
-bool has_line(std::string_view text, std::string_view line) {
-    const std::boyer_moore_horspool_searcher searcher(line.begin(), line.end());
-    for (auto it = text.begin();; ++it) {
-        it = std::search(it, text.end(), searcher);
-        if (it == text.end()) return false;
-        const size_t at = static_cast<size_t>(it - text.begin()), end = at + line.size();
-        if ((at == 0 || text[at - 1] == '\n') && (end == text.size() || text[end] == '\n')) return true;
-    }
-}
-
-// A heredoc delimiter that is no line of the content (stable: derived from its hash).
-std::string heredoc_delimiter(std::string_view content) {
-    std::string delim = "SITEGEN_EOF_" + sha256_hex(content).substr(0, 12);
-    while (has_line(content, delim)) delim += "_";
-    return delim;
 }
 
 // `cat > FILE <<'DELIM'` + the text: a quoted delimiter, so nothing in it expands. A heredoc

@@ -1,10 +1,12 @@
 // Quoting writers for Lua, bash and Python, and the text validity checks they rely on.
 #include "text/quote.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 
 namespace sitegen {
@@ -349,6 +351,28 @@ bool is_valid_var_name(std::string_view s) {
     for (char c : s)
         if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
     return true;
+}
+
+namespace {
+// True if `line` (not empty) is a whole line of `text`: searched for as a string (rare in a
+// script; Boyer-Moore-Horspool skips most bytes), not compared line by line.
+bool has_line(std::string_view text, std::string_view line) {
+    const std::boyer_moore_horspool_searcher searcher(line.begin(), line.end());
+    for (auto it = text.begin();; ++it) {
+        it = std::search(it, text.end(), searcher);
+        if (it == text.end()) return false;
+        const size_t at = static_cast<size_t>(it - text.begin()), end = at + line.size();
+        if ((at == 0 || text[at - 1] == '\n') && (end == text.size() || text[end] == '\n')) return true;
+    }
+}
+}  // namespace
+
+// Fixed, not derived from the content's SHA-256 as before: that hashed every installed script
+// a second time in a full build.
+std::string heredoc_delimiter(std::string_view content) {
+    std::string delim = "SITEGEN_EOF";
+    while (has_line(content, delim)) delim += "_";
+    return delim;
 }
 
 }  // namespace sitegen

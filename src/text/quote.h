@@ -41,6 +41,10 @@ void append_python_string(std::string& out, std::string_view s, bool easybuild_t
 // becomes a literal of its own. Unchanged `out` when it throws.
 void append_python_lines(std::string& out, std::string_view s, bool easybuild_template, std::string_view line_break);
 
+// A bash heredoc delimiter ("SITEGEN_EOF", lengthened with '_' while it is one) that is no
+// whole line of `content`, so that `cat > F <<'DELIM'` writes exactly `content`.
+std::string heredoc_delimiter(std::string_view content);
+
 // True if `s` is valid UTF-8 and holds no NUL byte.
 bool is_valid_utf8_without_nul(std::string_view s);
 

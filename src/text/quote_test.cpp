@@ -258,3 +258,13 @@ TEST_CASE("lua_string, bash_word and bash_double_quoted agree with per-byte refe
         CHECK(bash_word(s) == (bare ? s : single_quoted_reference(s)));
     }
 }
+
+TEST_CASE("a heredoc delimiter is no whole line of its content", "[quote]") {
+    CHECK(heredoc_delimiter("echo hi\n") == "SITEGEN_EOF");
+    // As part of a line it is harmless: only a whole line ends a heredoc.
+    CHECK(heredoc_delimiter("x SITEGEN_EOF\nSITEGEN_EOFx\n") == "SITEGEN_EOF");
+    CHECK(heredoc_delimiter("a\nSITEGEN_EOF\nb") == "SITEGEN_EOF_");
+    CHECK(heredoc_delimiter("SITEGEN_EOF") == "SITEGEN_EOF_");
+    CHECK(heredoc_delimiter("SITEGEN_EOF_\nSITEGEN_EOF\n") == "SITEGEN_EOF__");
+    CHECK(heredoc_delimiter("") == "SITEGEN_EOF");
+}
