@@ -216,7 +216,9 @@ const std::vector<Field<Collectives>>& fields_of() {
                     "LOCAL_RANK (or the launcher's MPI_LOCALRANKID / PALS_LOCAL_RANKID), nothing narrows. `shared`: "
                     "ranks_per_device ranks on each device, device LOCAL_RANK / ranks_per_device, with the vendor's "
                     "variables (Intel: ZEX_NUMBER_OF_CCS, one CCS per rank; NVIDIA: the MPS client's "
-                    "CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY) and each device's cores split among its ranks."},
+                    "CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY) and each device's cores split among its ranks. "
+                    "Refused with `library = \"nccl\"` or `\"rccl\"`: they do not allow two ranks of one communicator on "
+                    "one GPU (\"Duplicate GPU detected\"); ranks sharing an NVIDIA or AMD device reduce with `gloo`."},
         {.key = "ranks_per_device", .member = &Collectives::ranks_per_device, .min = 1, .max = 64,
          .requirement = "default 1",
          .meaning = "Ranks per device under `visibility = \"shared\"` (Intel PVC: 1, 2 or 4 CCS per tile; NVIDIA MPS: "
