@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <functional>
 #include <optional>
 
 #include "plan/traits.h"
@@ -153,12 +152,8 @@ std::vector<EnvSetting> resolve_env(const Site& site, const Stack& stack) {
     for (const auto& [name, value] : stack.env)
         std::erase_if(out, [&](const EnvSetting& e) { return e.name == name; });
     if (stack.env.empty()) return out;
-    // The stack's index from its address (a search of site.stacks per call was quadratic in
-    // a full build); "env" for a stack that is not the site's own (tests build such).
-    std::string prefix = "env";
-    const Stack* first = site.stacks.data();
-    if (std::less_equal<const Stack*>()(first, &stack) && std::less<const Stack*>()(&stack, first + site.stacks.size()))
-        prefix = "stacks." + std::to_string(&stack - first) + ".env";
+    const auto index = stack_index(site, stack);
+    const std::string prefix = index ? "stacks." + std::to_string(*index) + ".env" : "env";
     for (const auto& [name, value] : stack.env)
         out.push_back({name, value, "", prefix, prefix + "." + name, NodeScope::any, "", true});
     return out;

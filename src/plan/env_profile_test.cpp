@@ -174,3 +174,13 @@ version = "1"
 )");
     CHECK(shown(resolve_env(site, site.stacks[0])) == std::vector<std::string>{"X=2", "Y=1", "X=3 [multi-node]"});
 }
+
+TEST_CASE("a stack's place in its site comes from its address, and a copy has none", "[env]") {
+    Site site;
+    site.stacks.resize(3);
+    CHECK(stack_index(site, site.stacks[0]) == 0u);
+    CHECK(stack_index(site, site.stacks[2]) == 2u);
+    const Stack copy = site.stacks[1];
+    CHECK_FALSE(stack_index(site, copy).has_value());
+    CHECK_FALSE(stack_index(Site{}, copy).has_value());
+}

@@ -3,7 +3,6 @@
 #include "plan/stack_plan.h"
 
 #include <atomic>
-#include <functional>
 
 #include "plan/acceptance.h"
 #include "plan/install.h"
@@ -26,13 +25,9 @@ ModuleValue under_local(std::string name, std::vector<std::string> parts) {
 }
 
 const HookAdditions* hook_additions(const Site& site, const Stack& stack, const PlanOptions& options) {
-    // By position: stacks are identified by their place in the site, as the hooks saw them;
-    // the place from the address (a search per stack was quadratic in a full build).
-    const Stack* first = site.stacks.data();
-    if (!std::less_equal<const Stack*>()(first, &stack) || !std::less<const Stack*>()(&stack, first + site.stacks.size()))
-        return nullptr;
-    const auto i = static_cast<size_t>(&stack - first);
-    return i < options.hooks.size() ? &options.hooks[i] : nullptr;
+    // By position: stacks are identified by their place in the site, as the hooks saw them.
+    const auto i = stack_index(site, stack);
+    return i && *i < options.hooks.size() ? &options.hooks[*i] : nullptr;
 }
 
 ShellCommand shell(std::initializer_list<ShellPiece> pieces) { return ShellCommand(pieces); }

@@ -1,4 +1,4 @@
-// Names of the model's enumerations, source-region lookup and the order of the selected profiles.
+// Names of the model's enumerations, source-region lookup, the order of the selected profiles and a stack's place.
 #include "site/model.h"
 
 #include <algorithm>
@@ -122,6 +122,13 @@ std::vector<size_t> profile_order(const Site& site) {
     for (const auto& name : site.collectives.profiles)
         if (auto i = find(name)) visit(*i);
     return out;
+}
+
+std::optional<size_t> stack_index(const Site& site, const Stack& stack) {
+    const Stack* first = site.stacks.data();
+    if (!std::less_equal<const Stack*>()(first, &stack) || !std::less<const Stack*>()(&stack, first + site.stacks.size()))
+        return std::nullopt;
+    return static_cast<size_t>(&stack - first);
 }
 
 }  // namespace sitegen

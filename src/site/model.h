@@ -279,6 +279,10 @@ struct Site {
     SourceRegion where(const std::string& path) const;
 };
 
+// The place of `stack` in site.stacks, from its address; nullopt for a stack that is not one
+// of the site's own (tests make such). O(1): callers run once per stack of a full build.
+std::optional<size_t> stack_index(const Site& site, const Stack& stack);
+
 // Indices into site.profiles in the order collectives.profiles applies them (each profile
 // after those it extends, each once); unknown names and cycles are skipped (check reports them).
 std::vector<size_t> profile_order(const Site& site);
