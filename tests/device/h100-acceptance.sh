@@ -97,12 +97,12 @@ install_lmod() {
   cp -an /tmp/lmodroot/. / && ldconfig
 }
 step "install Lmod" 0 install_lmod
-# lmod_shell CMDS: CMDS in a clean bash with Lmod's `module` and the stack's module tree.
+# lmod_shell TREE CMDS: CMDS in a clean bash with Lmod's `module`, TREE/modulefiles used.
 lmod_shell() {
   env -i HOME=/tmp/lmod-home PATH="${python%/*}:/usr/bin:/bin" bash --noprofile --norc -c \
-    'source /usr/share/lmod/lmod/init/bash && module use "$1/modulefiles" && eval "$2"' _ "$prefix" "$1"
+    'source /usr/share/lmod/lmod/init/bash && module use "$1/modulefiles" && eval "$2"' _ "$1" "$2"
 }
-step "module load" 0 lmod_shell "module load $stack && module list 2>&1 && echo \"RUNSCRIPTS=\$RUNSCRIPTS GLOO_SOCKET_IFNAME=\$GLOO_SOCKET_IFNAME\" && command -v extend-venv-activate"
+step "module load" 0 lmod_shell "$prefix" "module load $stack && module list 2>&1 && echo \"RUNSCRIPTS=\$RUNSCRIPTS GLOO_SOCKET_IFNAME=\$GLOO_SOCKET_IFNAME\" && command -v extend-venv-activate"
 
 step "acceptance --direct 1" 0 env -i PATH="${python%/*}:/usr/bin:/bin" HOME=/tmp "$runscripts/acceptance.py" --direct 1
 expect_in "acceptance --direct 1" "ACCEPTANCE PASS"
@@ -115,7 +115,7 @@ as_srun_task() {
   local host cpu_mask=$1
   shift
   host=$(hostname)
-  lmod_shell "module load $stack && export SLURM_JOB_ID=4242 SLURM_STEP_ID=0 SLURM_PROCID=0 SLURM_NTASKS=1 \
+  lmod_shell "$prefix" "module load $stack && export SLURM_JOB_ID=4242 SLURM_STEP_ID=0 SLURM_PROCID=0 SLURM_NTASKS=1 \
 SLURM_LOCALID=0 SLURM_NODEID=0 SLURM_STEP_TASKS_PER_NODE=1 SLURM_STEP_NODELIST=$host SLURM_JOB_NODELIST=$host \
 SITEGEN_REPORT_AFFINITY=1 SITEGEN_ACCEPTANCE_VERDICT=/tmp/verdict && \
 MASTER_ADDR=\$(\"\$RUNSCRIPTS/get-master\") && export MASTER_ADDR && echo \"get-master: \$MASTER_ADDR\" && \
@@ -178,9 +178,8 @@ eb_install() {
 }
 step "eb install" 0 eb_install
 expect_in "eb install" "COMPLETED: Installation ended successfully"
-step "EasyBuild's module: acceptance --direct 1" 0 env -i HOME=/tmp/lmod-home PATH="${python%/*}:/usr/bin:/bin" bash --noprofile --norc -c \
-  'source /usr/share/lmod/lmod/init/bash && module use /tmp/easybuild/prefix/modulefiles && module load "$1" &&
-   echo "RUNSCRIPTS=$RUNSCRIPTS" && "$RUNSCRIPTS/acceptance.py" --direct 1 --sizes 8' _ "$stack"
+step "EasyBuild's module: acceptance --direct 1" 0 lmod_shell /tmp/easybuild/prefix \
+  "module load $stack && echo \"RUNSCRIPTS=\$RUNSCRIPTS\" && \"\$RUNSCRIPTS/acceptance.py\" --direct 1 --sizes 8"
 expect_in "EasyBuild's module: acceptance --direct 1" "ACCEPTANCE PASS"
 
 # A newer driver than the node's: a site copy whose stack needs 999.1.
@@ -189,9 +188,8 @@ sed -i 's/^min_driver = .*/min_driver = "999.1"/' /tmp/sites-newer/$site/site.to
 step "build (driver 999.1)" 0 "$sitegen" --sites-dir /tmp/sites-newer --out-dir /tmp/sitegen-newer build "$site" --prefix /tmp/sitegen-newer/deployed
 newer=/tmp/sitegen-newer/modules-out/$site
 # Lmod wraps its message at the terminal's width: one line, single spaces.
-step "module load (driver 999.1)" nonzero env -i HOME=/tmp/lmod-home PATH=/usr/bin:/bin bash --noprofile --norc -c \
-  'source /usr/share/lmod/lmod/init/bash && module use "$1/modulefiles" && { msg=$(module load "$2" 2>&1); code=$?; }
-   tr -s " \n" "  " <<<"$msg"; echo; exit $code' _ "$newer" "$stack"
+step "module load (driver 999.1)" nonzero lmod_shell "$newer" \
+  "{ msg=\$(module load $stack 2>&1); code=\$?; }; tr -s ' \n' '  ' <<<\"\$msg\"; echo; exit \$code"
 expect_in "module load (driver 999.1)" "needs the NVIDIA GPU driver 999.1 or newer; this node has"
 step "acceptance --direct 1 (driver 999.1)" nonzero env -i PATH="${python%/*}:/usr/bin:/bin" HOME=/tmp \
   "$newer/software/$stack/runscripts/acceptance.py" --direct 1 --sizes 8
