@@ -105,6 +105,14 @@ std::vector<Script> stack_scripts(const StackPlan& plan) {
     return scripts;
 }
 
+// The memo of the script at `rel` in the last easyconfig this thread wrote: the next stack's
+// script mostly repeats it (render workers each keep their own; what is written never
+// depends on it, see LinesMemo).
+LinesMemo& script_memo(const std::string& rel) {
+    thread_local std::map<std::string, LinesMemo, std::less<>> memos;
+    return memos[rel];
+}
+
 // `cat > FILE <<'DELIM'` + the text: a quoted delimiter, so nothing in it expands. A heredoc
 // always ends its text with a newline; truncate removes it when the script has none.
 std::vector<std::string> write_script_commands(const Script& s) {
@@ -488,7 +496,7 @@ std::string easyconfig(const Site& site, const StackPlan& plan) {
         w.blank();
     }
     w.comment("The scripts, byte for byte as sitegen generates them.");
-    for (const auto& s : scripts) w.assign_lines(s.local_name, s.content);
+    for (const auto& s : scripts) w.assign_lines(s.local_name, s.content, script_memo(s.rel));
     w.blank();
     std::vector<std::string> cmds;
     for (const auto& step : install.steps) cmds.push_back(easybuild_command(step));

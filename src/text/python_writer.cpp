@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstring>
 #include <string_view>
 
 #include "text/quote.h"
@@ -234,11 +235,12 @@ std::string python_list(const std::vector<std::string>& python_exprs, int indent
 
 namespace {
 
-// easybuild_lines(s, indent) appended to `out`, for `s` with a newline (this is most of an
-// easyconfig: the scripts, line by line). Every line is quoted in one pass over the text,
-// then the items too long for a line are split as layout splits them; `out` is unchanged
-// when the text is not valid UTF-8.
-void append_easybuild_lines(std::string& out, std::string_view text, int indent) {
+// The items of `text`'s lines appended to `out`: each <lead>'<line>',\n, or split as layout
+// splits a literal too long for its line. Every line is quoted in one pass over the text,
+// then the items too long for a line are split; `out` is unchanged when the text is not
+// valid UTF-8. A line's item depends on that line alone (escapes, '%' runs and UTF-8
+// sequences hold no newline), which is what LinesMemo relies on.
+void append_items(std::string& out, std::string_view text, const std::string& lead) {
     // '%' runs are escaped over the whole text at once: neither a run nor a template holds a
     // newline, so that is escaping each line.
     std::string escaped;
@@ -248,13 +250,11 @@ void append_easybuild_lines(std::string& out, std::string_view text, int indent)
         text = escaped;
     }
     // Each item is <lead>'<line>',\n (a newline of the text closes one, opens the next).
-    const std::string lead(static_cast<size_t>(indent) + 4, ' ');
     std::string items = lead;
     items.reserve(text.size() + text.size() / 4 + 64);
     append_python_lines(items, text, false, "',\n" + lead + "'");
     items += ",\n";
     out.reserve(out.size() + items.size() + 64);
-    out += "'\\n'.join([\n";
     // Runs of items that fit are copied whole. Only the items' newlines are raw in `items`.
     size_t copied = 0;
     for (size_t start = 0, nl; start < items.size(); start = nl + 1) {
@@ -268,7 +268,77 @@ void append_easybuild_lines(std::string& out, std::string_view text, int indent)
         copied = nl + 1;
     }
     out.append(items, copied);
+}
+
+// easybuild_lines(s, indent) appended to `out`, for `s` with a newline (this is most of an
+// easyconfig: the scripts, line by line).
+void append_easybuild_lines(std::string& out, std::string_view text, int indent) {
+    out += "'\\n'.join([\n";
+    append_items(out, text, std::string(static_cast<size_t>(indent) + 4, ' '));
     out.append(static_cast<size_t>(indent), ' ') += "])";
+}
+
+// How many bytes a and b (of one size) share from their start: memcmp a block at a time.
+size_t common_prefix(std::string_view a, std::string_view b) {
+    constexpr size_t kBlock = 256;
+    size_t i = 0;
+    while (i + kBlock <= a.size() && std::memcmp(a.data() + i, b.data() + i, kBlock) == 0) i += kBlock;
+    while (i < a.size() && a[i] == b[i]) ++i;
+    return i;
+}
+
+// `next` made for `text`: its lines and their items, copied from `old` where a line is the
+// same as the previous text's line at the same place (runs of such lines are found with one
+// comparison of the rest of both texts and copied as a block); the other lines are quoted.
+void memo_items(std::string_view text, const std::string& lead, const LinesMemo& old, LinesMemo& next) {
+    const std::string& old_text = old.text;
+    const std::vector<size_t>& old_lines = old.lines;
+    const std::string& old_items = old.items;
+    const std::vector<size_t>& old_items_at = old.items_at;
+    std::string& items = next.items;
+    std::vector<size_t>& lines = next.lines;
+    std::vector<size_t>& items_at = next.items_at;
+    const size_t old_n = old_lines.empty() ? 0 : old_lines.size() - 1;
+    size_t k = 0;    // the next line's number, in both texts
+    size_t pos = 0;  // where it starts in `text`
+    while (true) {
+        if (k < old_n) {
+            // The lines from k on that are whole (newline included) in the part both texts share.
+            const size_t old_pos = old_lines[k];
+            const size_t limit = std::min(text.size() - pos, old_text.size() - old_pos);
+            const size_t same = common_prefix(text.substr(pos, limit), std::string_view(old_text).substr(old_pos, limit));
+            // Lines j >= k with old_lines[j + 1] <= old_pos + same (the last line's end is
+            // text size + 1, so it never counts: the per-line step below takes it).
+            const size_t end_k = static_cast<size_t>(
+                std::upper_bound(old_lines.begin() + static_cast<std::ptrdiff_t>(k + 1), old_lines.end(), old_pos + same) -
+                old_lines.begin()) - 1;
+            if (end_k > k) {
+                const size_t item_base = old_items_at[k];
+                for (size_t j = k; j < end_k; ++j) {
+                    lines.push_back(old_lines[j] - old_pos + pos);
+                    items_at.push_back(old_items_at[j] - item_base + items.size());
+                }
+                items.append(old_items, item_base, old_items_at[end_k] - item_base);
+                pos += old_lines[end_k] - old_pos;
+                k = end_k;
+            }
+        }
+        // One line, the same as the previous text's or not.
+        const size_t nl = text.find('\n', pos);
+        const size_t end = nl == std::string_view::npos ? text.size() : nl;
+        const std::string_view line = text.substr(pos, end - pos);
+        lines.push_back(pos);
+        items_at.push_back(items.size());
+        if (k < old_n && line == std::string_view(old_text).substr(old_lines[k], old_lines[k + 1] - 1 - old_lines[k]))
+            items.append(old_items, old_items_at[k], old_items_at[k + 1] - old_items_at[k]);
+        else
+            append_items(items, line, lead);
+        ++k;
+        if (nl == std::string_view::npos) break;
+        pos = nl + 1;
+    }
+    lines.push_back(text.size() + 1);
+    items_at.push_back(items.size());
 }
 
 }  // namespace
@@ -309,6 +379,25 @@ void PythonWriter::assign_lines(const std::string& name, std::string_view text) 
         throw;
     }
     out_ += '\n';
+}
+
+void PythonWriter::assign_lines(const std::string& name, std::string_view text, LinesMemo& memo) {
+    if (text.find('\n') == std::string_view::npos) {
+        assign_lines(name, text);
+        return;
+    }
+    constexpr int kIndent = 0;
+    LinesMemo next;
+    next.indent = kIndent;
+    next.text.assign(text);
+    next.items.reserve(text.size() + text.size() / 4 + 64);
+    next.lines.reserve(memo.lines.size());
+    next.items_at.reserve(memo.items_at.size());
+    static const LinesMemo kNone;
+    memo_items(text, std::string(kIndent + 4, ' '), memo.indent == kIndent ? memo : kNone, next);
+    out_.reserve(out_.size() + name.size() + next.items.size() + 32);
+    out_.append(name).append(" = '\\n'.join([\n").append(next.items).append("])\n");
+    memo = std::move(next);
 }
 
 void PythonWriter::assign(const std::string& name, const std::string& python_expr) {

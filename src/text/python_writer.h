@@ -35,6 +35,20 @@ std::string easybuild_lines(const std::string& s, int indent = 0);
 // (in spaces); "[]" when empty.
 std::string python_list(const std::vector<std::string>& python_exprs, int indent = 0);
 
+// What assign_lines last wrote through it: the text's lines and each line's items, so that
+// the lines of the next text that equal the previous one's at the same place are copied, not
+// quoted, escaped and laid out again. A site's stacks share most of each script (two stacks'
+// acceptance.py differ in one line of ~560), and an easyconfig embeds every script. The
+// output never depends on it: a line is reused only when it is byte for byte the same.
+// Only assign_lines reads and writes its fields.
+struct LinesMemo {
+    int indent = -1;              // the indentation its items were made for; -1: none yet
+    std::string text;             // the previous text
+    std::vector<size_t> lines;    // where each of its lines starts, then text.size() + 1
+    std::string items;            // its lines' items, as easybuild_lines writes them
+    std::vector<size_t> items_at;  // where each line's item starts, then items.size()
+};
+
 class PythonWriter {
 public:
     void comment(const std::string& text);
@@ -47,6 +61,9 @@ public:
     void assign_dict(const std::string& name, const std::vector<std::pair<std::string, std::string>>& items);
     // name = easybuild_lines(text), written straight into the file (no copy of a long value).
     void assign_lines(const std::string& name, std::string_view text);
+    // The same text, with the lines `memo` holds from its previous text copied; `memo` then
+    // holds this text (left as it was when this throws).
+    void assign_lines(const std::string& name, std::string_view text, LinesMemo& memo);
     // Room for `bytes` of text, so a long file is not copied as it grows.
     void reserve(size_t bytes) { out_.reserve(bytes); }
     const std::string& text() const { return out_; }

@@ -319,3 +319,79 @@ TEST_CASE("assign_list writes what assign writes for the list's expression", "[p
         CHECK(w.text() == reference.text());
     }
 }
+
+namespace {
+
+// `s` after one random edit of its lines: a line changed, added, removed or repeated, the
+// trailing newline added or removed, or the whole text new (what one stack's script does
+// against another's, and worse).
+std::string edited(std::mt19937& rng, const std::string& s) {
+    std::vector<std::string> lines = lines_of(s);
+    const size_t at = rng() % lines.size();
+    switch (rng() % 7) {
+        case 0: lines[at] = random_text(rng, true); break;
+        case 1: lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(at), random_text(rng, false)); break;
+        case 2: if (lines.size() > 1) lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(at)); break;
+        case 3: lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(at), lines[at]); break;
+        case 4:
+            if (lines.back().empty() && lines.size() > 1) lines.pop_back();
+            else lines.emplace_back();
+            break;
+        case 5: lines[at] += lines[at]; break;
+        default: return random_text(rng, true) + "\n" + random_text(rng, false);
+    }
+    std::string out;
+    for (size_t k = 0; k < lines.size(); ++k) out += (k ? "\n" : "") + lines[k];
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("assign_lines through a LinesMemo writes what it writes without, edit after edit", "[python_writer]") {
+    std::mt19937 rng(90210);
+    LinesMemo memo;
+    std::string text = "first\nsecond\n";
+    size_t reused = 0;
+    for (int i = 0; i < 4000; ++i) {
+        text = edited(rng, text);
+        INFO("edit " << i);
+        PythonWriter plain, memoized;
+        plain.assign("before", "1");
+        memoized.assign("before", "1");
+        bool valid = true;
+        try {
+            plain.assign_lines("v", text);
+        } catch (const std::invalid_argument&) {
+            valid = false;
+        }
+        if (valid) {
+            const size_t items_before = memo.items.size();
+            memoized.assign_lines("v", text, memo);
+            CHECK(memoized.text() == plain.text());
+            reused += items_before > 0;
+        } else {
+            const LinesMemo kept = memo;
+            CHECK_THROWS_AS(memoized.assign_lines("v", text, memo), std::invalid_argument);
+            CHECK(memoized.text() == "before = 1\n");  // nothing written
+            CHECK(memo.text == kept.text);               // the memo still holds the previous text
+            CHECK(memo.items == kept.items);
+        }
+        if (!valid || rng() % 3 == 0) text = "restart\n" + random_text(rng, false);
+    }
+    CHECK(reused > 1000);
+}
+
+TEST_CASE("a LinesMemo copies the lines a script shares with the previous one", "[python_writer]") {
+    std::string body;
+    for (int k = 0; k < 200; ++k) body += "line " + std::to_string(k) + " with 'quotes' and %(installdir)s and 100%\n";
+    const std::string a = "STACK = 'a'\n" + body, b = "STACK = 'b'\n" + body + "tail";
+    LinesMemo memo;
+    for (const auto* text : {&a, &b, &a, &a}) {
+        PythonWriter plain, memoized;
+        plain.assign_lines("v", *text);
+        memoized.assign_lines("v", *text, memo);
+        CHECK(memoized.text() == plain.text());
+        CHECK(memo.text == *text);
+        CHECK(memo.lines.size() == lines_of(*text).size() + 1);
+    }
+}
