@@ -328,18 +328,16 @@ namespace {
 std::string edited(std::mt19937& rng, const std::string& s) {
     std::vector<std::string> lines = lines_of(s);
     const size_t at = rng() % lines.size();
-    switch (rng() % 7) {
-        case 0: lines[at] = random_text(rng, true); break;
-        case 1: lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(at), random_text(rng, false)); break;
-        case 2: if (lines.size() > 1) lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(at)); break;
-        case 3: lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(at), lines[at]); break;
-        case 4:
-            if (lines.back().empty() && lines.size() > 1) lines.pop_back();
-            else lines.emplace_back();
-            break;
-        case 5: lines[at] += lines[at]; break;
-        default: return random_text(rng, true) + "\n" + random_text(rng, false);
-    }
+    const auto where = lines.begin() + static_cast<std::ptrdiff_t>(at);
+    const unsigned edit = rng() % 7;
+    if (edit == 0) lines[at] = random_text(rng, true);
+    else if (edit == 1) lines.insert(where, random_text(rng, false));
+    else if (edit == 2 && lines.size() > 1) lines.erase(where);
+    else if (edit == 3) lines.insert(where, lines[at]);
+    else if (edit == 4 && lines.back().empty() && lines.size() > 1) lines.pop_back();
+    else if (edit == 4) lines.emplace_back();
+    else if (edit == 5) lines[at] += lines[at];
+    else if (edit == 6) return random_text(rng, true) + "\n" + random_text(rng, false);
     std::string out;
     for (size_t k = 0; k < lines.size(); ++k) out += (k ? "\n" : "") + lines[k];
     return out;
