@@ -2,6 +2,7 @@
 #include "out/fs.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <dirent.h>
@@ -131,29 +132,12 @@ public:
 
     bool write(const std::string& path, const std::string& data, bool executable,
                std::string& error) override {
-        if (!parent_made(path, error)) return false;
-        int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                        executable ? 0755 : 0644);
-        if (fd < 0) { error = path + ": " + std::strerror(errno); return false; }
-        size_t done = 0;
-        while (done < data.size()) {
-            ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                error = path + ": " + std::strerror(errno);
-                ::close(fd);
-                return false;
-            }
-            done += static_cast<size_t>(n);
-        }
-        // The umask may have dropped bits; outputs have fixed modes.
-        if (::fchmod(fd, executable ? 0755 : 0644) != 0) {
-            error = path + ": " + std::strerror(errno);
-            ::close(fd);
-            return false;
-        }
-        if (::close(fd) != 0) { error = path + ": " + std::strerror(errno); return false; }
-        return true;
+        return write_file(path, data, executable, error, nullptr);
+    }
+
+    bool write_stat(const std::string& path, const std::string& data, bool executable, std::string& error,
+                    TreeEntry& written) override {
+        return write_file(path, data, executable, error, &written);
     }
 
     bool sync(const std::string& path, std::string& error) override {
@@ -255,7 +239,7 @@ public:
     }
 
     bool rename(const std::string& from, const std::string& to, std::string& error) override {
-        made_dirs_.clear();
+        forget_dirs();
         if (::rename(from.c_str(), to.c_str()) != 0) {
             error = from + " -> " + to + ": " + std::strerror(errno);
             return false;
@@ -264,7 +248,7 @@ public:
     }
 
     bool remove_all(const std::string& path, std::string& error) override {
-        made_dirs_.clear();  // may have removed some of them
+        forget_dirs();  // may have removed some of them
         return remove_tree(path, error);
     }
 
@@ -274,7 +258,7 @@ public:
     }
 
     bool exchange(const std::string& a, const std::string& b, std::string& error) override {
-        made_dirs_.clear();
+        forget_dirs();
         if (::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) != 0) {
             error = a + " <-> " + b + ": " + std::strerror(errno);
             return false;
@@ -302,13 +286,75 @@ public:
         lock_fd_ = -1;
     }
 
-    ~DiskFs() override { unlock(); }
+    ~DiskFs() override {
+        unlock();
+        forget_dirs();
+    }
 
     // The read-only calls touch no member (made_dirs_ is only the writers'), and the kernel
     // orders the rest.
     bool concurrent_reads() const override { return true; }
 
 private:
+    // Writes `data` to `path` (mode 0755 or 0644 whatever the umask); its entry in `written`
+    // when not null. The file is created relative to its directory's descriptor (the
+    // kernel walks one name, not the whole path), and its mode is set only when the umask
+    // or an existing file made it differ.
+    bool write_file(const std::string& path, const std::string& data, bool executable, std::string& error,
+                    TreeEntry* written) {
+        const unsigned mode = executable ? 0755 : 0644;
+        const auto slash = path.rfind('/');
+        int dir = AT_FDCWD;
+        if (slash != std::string::npos && slash != 0 && (dir = parent_fd(path.substr(0, slash), error)) < 0) return false;
+        const char* name = dir == AT_FDCWD ? path.c_str() : path.c_str() + slash + 1;
+        const int fd = ::openat(dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+        if (fd < 0) { error = errno_text(path); return false; }
+        const auto fail = [&] {
+            error = errno_text(path);
+            ::close(fd);
+            return false;
+        };
+        for (size_t done = 0; done < data.size();) {
+            const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) return fail();
+            done += static_cast<size_t>(n);
+        }
+        struct stat st;
+        if (::fstat(fd, &st) != 0) return fail();
+        if ((st.st_mode & 07777) != mode) {
+            if (::fchmod(fd, mode) != 0) return fail();
+            st.st_mode = (st.st_mode & ~07777u) | mode;
+        }
+        if (::close(fd) != 0) { error = errno_text(path); return false; }
+        if (written) *written = entry_of(path, st);
+        return true;
+    }
+
+    // The directory `dir` (made if missing) as an open O_PATH descriptor, from the few most
+    // recently used: a stack's files are written to a handful of directories in turn.
+    int parent_fd(const std::string& dir, std::string& error) {
+        for (const auto& d : dir_fds_)
+            if (d.fd >= 0 && d.path == dir) return d.fd;
+        if (!parent_made(dir + "/", error)) return -1;
+        const int fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) { error = errno_text(dir); return -1; }
+        DirFd& slot = dir_fds_[next_dir_fd_];
+        next_dir_fd_ = (next_dir_fd_ + 1) % dir_fds_.size();
+        if (slot.fd >= 0) ::close(slot.fd);
+        slot = {dir, fd};
+        return fd;
+    }
+
+    // After a rename or removal a directory's name may no longer be that directory.
+    void forget_dirs() {
+        made_dirs_.clear();
+        for (auto& d : dir_fds_) {
+            if (d.fd >= 0) ::close(d.fd);
+            d = {};
+        }
+    }
+
     // A tree has few directories and many files: each file's directory is made (or found)
     // once. (The parent is the text before the last '/', as for the paths publish builds.)
     bool parent_made(const std::string& path, std::string& error) {
@@ -323,6 +369,12 @@ private:
 
     int lock_fd_ = -1;
     std::unordered_set<std::string> made_dirs_;  // directories write() and link() made (or found) already
+    struct DirFd {
+        std::string path;
+        int fd = -1;
+    };
+    std::array<DirFd, 8> dir_fds_;  // parent_fd's descriptors
+    size_t next_dir_fd_ = 0;        // the slot the next one takes
 };
 
 std::string norm(const std::string& p) {
@@ -404,6 +456,11 @@ bool MemoryFs::read(const std::string& path, std::string& out, std::string& erro
     }
     out = it->second.data;
     return true;
+}
+
+bool FileSystem::write_stat(const std::string& path, const std::string& data, bool executable, std::string& error,
+                            TreeEntry& written) {
+    return write(path, data, executable, error) && entry(path, written);
 }
 
 bool MemoryFs::write(const std::string& path, const std::string& data, bool executable,

@@ -44,6 +44,10 @@ public:
                       size_t max_bytes = kMaxInputFileBytes) = 0;
     virtual bool write(const std::string& path, const std::string& data, bool executable,
                        std::string& error) = 0;  // creates parent dirs
+    // write(), then the new file's entry (as entry() gives it) in `written`. On disk it comes
+    // from the open file, not from a second lookup of the path. The default calls entry().
+    virtual bool write_stat(const std::string& path, const std::string& data, bool executable, std::string& error,
+                            TreeEntry& written);
     // Makes everything written under `path` durable (one syncfs, not one fsync per file).
     virtual bool sync(const std::string& path, std::string& error) = 0;
     virtual bool exists(const std::string& path) = 0;

@@ -206,3 +206,50 @@ TEST_CASE("directories are made 0755 whatever the umask, and removal gets throug
     CHECK(sitegen::test::read_file(kept) == "precious");  // the link was removed, not followed
     CHECK(disk->remove_all(dir.file("never-there"), error));
 }
+
+TEST_CASE("a written file has its fixed mode and the entry entry() gives, through a renamed or removed directory too", "[fs]") {
+    TempDir dir("fs-test");
+    auto disk = make_disk_fs();
+    std::string error;
+    const auto entry_of = [&](const std::string& path) {
+        TreeEntry e;
+        REQUIRE(disk->entry(path, e));
+        return e;
+    };
+    const auto same = [](const TreeEntry& a, const TreeEntry& b) {
+        return a.path == b.path && a.type == b.type && a.mode == b.mode && a.size == b.size && a.mtime_ns == b.mtime_ns &&
+               a.ino == b.ino;
+    };
+    const mode_t old = ::umask(077);
+    TreeEntry written;
+    const bool wrote = disk->write_stat(dir.file("a/b/script"), "#!/bin/sh\n", true, error, written);
+    ::umask(old);
+    REQUIRE(wrote);
+    CHECK(written.mode == 0755);
+    CHECK(written.size == 10);
+    CHECK(same(written, entry_of(dir.file("a/b/script"))));
+    // An existing file of another mode is rewritten with the wanted one.
+    ::chmod(dir.file("a/b/script").c_str(), 0600);
+    REQUIRE(disk->write_stat(dir.file("a/b/script"), "x", false, error, written));
+    CHECK(written.mode == 0644);
+    CHECK(same(written, entry_of(dir.file("a/b/script"))));
+    // The directory renamed away and made again: the next write goes to the new one.
+    REQUIRE(disk->rename(dir.file("a/b"), dir.file("a/old"), error));
+    REQUIRE(disk->write(dir.file("a/b/next"), "n", false, error));
+    CHECK(sitegen::test::read_file(dir.file("a/b/next")) == "n");
+    CHECK_FALSE(std::filesystem::exists(dir.file("a/old/next")));
+    // Removed: made again.
+    REQUIRE(disk->remove_all(dir.file("a/b"), error));
+    REQUIRE(disk->write(dir.file("a/b/again"), "g", false, error));
+    CHECK(sitegen::test::read_file(dir.file("a/b/again")) == "g");
+    // More directories than it keeps open, in turn, twice.
+    for (int round = 0; round < 2; ++round)
+        for (int d = 0; d < 20; ++d)
+            REQUIRE(disk->write(dir.file("many/" + std::to_string(d) + "/f"), std::to_string(round), false, error));
+    CHECK(sitegen::test::read_file(dir.file("many/19/f")) == "1");
+    CHECK(sitegen::test::read_file(dir.file("many/0/f")) == "1");
+    // A file where a directory is wanted: an error naming the path.
+    dir.write("plain", "p");
+    CHECK_FALSE(disk->write(dir.file("plain/f"), "x", false, error));
+    CHECK(error.find("plain") != std::string::npos);
+}

@@ -399,9 +399,9 @@ bool Publisher::stage(Root& r, const std::string& rel, const FileSpec& want, con
         error = join(r.root, rel) + ": not on the live tree as the last build left it";
         return false;
     }
-    if (!fs_.write(to, *contents, executable, error)) return false;
     TreeEntry e;
-    if (fs_.entry(to, e)) written_[join(r.root, rel)] = stat_of(e);
+    if (!fs_.write_stat(to, *contents, executable, error, e)) return false;
+    written_[join(r.root, rel)] = stat_of(e);
     return true;
 }
 
