@@ -109,7 +109,10 @@ std::vector<Script> stack_scripts(const StackPlan& plan) {
 // script mostly repeats it (render workers each keep their own; what is written never
 // depends on it, see LinesMemo).
 LinesMemo& script_memo(const std::string& rel) {
+    // Bounded: a site whose file names differ per stack would otherwise keep every script.
+    constexpr size_t kMaxMemos = 64;
     thread_local std::map<std::string, LinesMemo, std::less<>> memos;
+    if (memos.size() >= kMaxMemos && !memos.count(rel)) memos.clear();
     return memos[rel];
 }
 
