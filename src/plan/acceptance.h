@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "plan/stack_plan.h"
@@ -26,7 +27,7 @@ std::string acceptance_site_values(const Site& site, const Stack& stack);
 std::string acceptance_expectations(const Site& site, const Stack& stack);
 
 // The fixed parts of acceptance.py (plan/acceptance_program.cpp).
-const char* acceptance_program_imports();
-const char* acceptance_program_body();
+std::string_view acceptance_program_imports();
+std::string_view acceptance_program_body();
 
 }  // namespace sitegen

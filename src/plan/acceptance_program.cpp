@@ -4,8 +4,9 @@
 
 namespace sitegen {
 
-const char* acceptance_program_imports() {
-    return R"PY(import argparse
+std::string_view acceptance_program_imports() {
+    // A view: its length is known here, not counted again for every stack.
+    static constexpr std::string_view kImports = R"PY(import argparse
 import datetime
 import os
 import re
@@ -16,10 +17,11 @@ import sys
 import tempfile
 import time
 )PY";
+    return kImports;
 }
 
-const char* acceptance_program_body() {
-    return R"PY(BACKENDS = {'nccl': 'nccl', 'rccl': 'nccl', 'oneccl': 'ccl', 'gloo': 'gloo'}
+std::string_view acceptance_program_body() {
+    static constexpr std::string_view kBody = R"PY(BACKENDS = {'nccl': 'nccl', 'rccl': 'nccl', 'oneccl': 'ccl', 'gloo': 'gloo'}
 # NCCL's own transports; a network plugin replaces them.
 BUILT_IN_NETWORKS = ('Socket', 'IB')
 
@@ -559,6 +561,7 @@ def main():
 if __name__ == '__main__':
     sys.exit(main())
 )PY";
+    return kBody;
 }
 
 }  // namespace sitegen
