@@ -336,7 +336,7 @@ private:
     int parent_fd(const std::string& dir, std::string& error) {
         for (const auto& d : dir_fds_)
             if (d.fd >= 0 && d.path == dir) return d.fd;
-        if (!parent_made(dir + "/", error)) return -1;
+        if (!dir_made(dir, error)) return -1;
         const int fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0) { error = errno_text(dir); return -1; }
         DirFd& slot = dir_fds_[next_dir_fd_];
@@ -359,11 +359,13 @@ private:
     // once. (The parent is the text before the last '/', as for the paths publish builds.)
     bool parent_made(const std::string& path, std::string& error) {
         const auto slash = path.rfind('/');
-        if (slash == std::string::npos || slash == 0) return true;
-        std::string parent = path.substr(0, slash);
-        if (made_dirs_.count(parent)) return true;
-        if (!make_dirs(parent, error)) return false;
-        made_dirs_.insert(std::move(parent));
+        return slash == std::string::npos || slash == 0 || dir_made(path.substr(0, slash), error);
+    }
+
+    bool dir_made(std::string dir, std::string& error) {
+        if (made_dirs_.count(dir)) return true;
+        if (!make_dirs(dir, error)) return false;
+        made_dirs_.insert(std::move(dir));
         return true;
     }
 

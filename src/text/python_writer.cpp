@@ -270,12 +270,15 @@ void append_items(std::string& out, std::string_view text, const std::string& le
     out.append(items, copied);
 }
 
-// easybuild_lines(s, indent) appended to `out`, for `s` with a newline (this is most of an
-// easyconfig: the scripts, line by line).
+// What easybuild_lines writes around the items: '\n'.join([ <items> ]) at an indentation.
+constexpr std::string_view kJoinOpen = "'\\n'.join([\n";
+void close_join(std::string& out, int indent) { out.append(static_cast<size_t>(indent), ' ') += "])"; }
+
+// easybuild_lines(s, indent) appended to `out`, for `s` with a newline.
 void append_easybuild_lines(std::string& out, std::string_view text, int indent) {
-    out += "'\\n'.join([\n";
+    out += kJoinOpen;
     append_items(out, text, std::string(static_cast<size_t>(indent) + 4, ' '));
-    out.append(static_cast<size_t>(indent), ' ') += "])";
+    close_join(out, indent);
 }
 
 // How many bytes a and b (of one size) share from their start: memcmp a block at a time.
@@ -291,13 +294,10 @@ size_t common_prefix(std::string_view a, std::string_view b) {
 // same as the previous text's line at the same place (runs of such lines are found with one
 // comparison of the rest of both texts and copied as a block); the other lines are quoted.
 void memo_items(std::string_view text, const std::string& lead, const LinesMemo& old, LinesMemo& next) {
-    const std::string& old_text = old.text;
+    const std::string_view old_text = old.text;
     const std::vector<size_t>& old_lines = old.lines;
-    const std::string& old_items = old.items;
     const std::vector<size_t>& old_items_at = old.items_at;
     std::string& items = next.items;
-    std::vector<size_t>& lines = next.lines;
-    std::vector<size_t>& items_at = next.items_at;
     const size_t old_n = old_lines.empty() ? 0 : old_lines.size() - 1;
     size_t k = 0;    // the next line's number, in both texts
     size_t pos = 0;  // where it starts in `text`
@@ -306,7 +306,7 @@ void memo_items(std::string_view text, const std::string& lead, const LinesMemo&
             // The lines from k on that are whole (newline included) in the part both texts share.
             const size_t old_pos = old_lines[k];
             const size_t limit = std::min(text.size() - pos, old_text.size() - old_pos);
-            const size_t same = common_prefix(text.substr(pos, limit), std::string_view(old_text).substr(old_pos, limit));
+            const size_t same = common_prefix(text.substr(pos, limit), old_text.substr(old_pos, limit));
             // Lines j >= k with old_lines[j + 1] <= old_pos + same (the last line's end is
             // text size + 1, so it never counts: the per-line step below takes it).
             const size_t end_k = static_cast<size_t>(
@@ -315,10 +315,10 @@ void memo_items(std::string_view text, const std::string& lead, const LinesMemo&
             if (end_k > k) {
                 const size_t item_base = old_items_at[k];
                 for (size_t j = k; j < end_k; ++j) {
-                    lines.push_back(old_lines[j] - old_pos + pos);
-                    items_at.push_back(old_items_at[j] - item_base + items.size());
+                    next.lines.push_back(old_lines[j] - old_pos + pos);
+                    next.items_at.push_back(old_items_at[j] - item_base + items.size());
                 }
-                items.append(old_items, item_base, old_items_at[end_k] - item_base);
+                items.append(old.items, item_base, old_items_at[end_k] - item_base);
                 pos += old_lines[end_k] - old_pos;
                 k = end_k;
             }
@@ -327,18 +327,18 @@ void memo_items(std::string_view text, const std::string& lead, const LinesMemo&
         const size_t nl = text.find('\n', pos);
         const size_t end = nl == std::string_view::npos ? text.size() : nl;
         const std::string_view line = text.substr(pos, end - pos);
-        lines.push_back(pos);
-        items_at.push_back(items.size());
-        if (k < old_n && line == std::string_view(old_text).substr(old_lines[k], old_lines[k + 1] - 1 - old_lines[k]))
-            items.append(old_items, old_items_at[k], old_items_at[k + 1] - old_items_at[k]);
+        next.lines.push_back(pos);
+        next.items_at.push_back(items.size());
+        if (k < old_n && line == old_text.substr(old_lines[k], old_lines[k + 1] - 1 - old_lines[k]))
+            items.append(old.items, old_items_at[k], old_items_at[k + 1] - old_items_at[k]);
         else
             append_items(items, line, lead);
         ++k;
         if (nl == std::string_view::npos) break;
         pos = nl + 1;
     }
-    lines.push_back(text.size() + 1);
-    items_at.push_back(items.size());
+    next.lines.push_back(text.size() + 1);
+    next.items_at.push_back(items.size());
 }
 
 }  // namespace
@@ -386,17 +386,16 @@ void PythonWriter::assign_lines(const std::string& name, std::string_view text, 
         assign_lines(name, text);
         return;
     }
-    constexpr int kIndent = 0;
     LinesMemo next;
-    next.indent = kIndent;
     next.text.assign(text);
     next.items.reserve(text.size() + text.size() / 4 + 64);
     next.lines.reserve(memo.lines.size());
     next.items_at.reserve(memo.items_at.size());
-    static const LinesMemo kNone;
-    memo_items(text, std::string(kIndent + 4, ' '), memo.indent == kIndent ? memo : kNone, next);
+    memo_items(text, "    ", memo, next);  // the items of a value at indent 0
     out_.reserve(out_.size() + name.size() + next.items.size() + 32);
-    out_.append(name).append(" = '\\n'.join([\n").append(next.items).append("])\n");
+    out_.append(name).append(" = ").append(kJoinOpen).append(next.items);
+    close_join(out_, 0);
+    out_ += '\n';
     memo = std::move(next);
 }
 

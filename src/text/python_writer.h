@@ -42,7 +42,6 @@ std::string python_list(const std::vector<std::string>& python_exprs, int indent
 // output never depends on it: a line is reused only when it is byte for byte the same.
 // Only assign_lines reads and writes its fields.
 struct LinesMemo {
-    int indent = -1;              // the indentation its items were made for; -1: none yet
     std::string text;             // the previous text
     std::vector<size_t> lines;    // where each of its lines starts, then text.size() + 1
     std::string items;            // its lines' items, as easybuild_lines writes them
