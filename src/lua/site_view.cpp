@@ -21,12 +21,14 @@ LuaValue flag(bool v, std::string path = {}) { return LuaValue::make_bool(v, std
 
 LuaValue strings(const std::vector<std::string>& values) {
     LuaValue t = LuaValue::make_table();
+    t.items.reserve(values.size());
     for (const auto& v : values) t.push(str(v));
     return t;
 }
 
 LuaValue ints(const std::vector<int>& values) {
     LuaValue t = LuaValue::make_table();
+    t.items.reserve(values.size());
     for (int v : values) t.push(num(v));
     return t;
 }
@@ -34,10 +36,13 @@ LuaValue ints(const std::vector<int>& values) {
 // Name/value pairs in order ({name=, value=} items, each at path.NAME) plus a by-name lookup.
 LuaValue pairs_table(const EnvList& env, const std::string& path) {
     LuaValue t = LuaValue::make_table();
+    t.items.reserve(env.size());  // (no regrowth moving the values: a big site has thousands of these)
+    t.fields.reserve(env.size());
     for (const auto& [name, value] : env) {
-        const std::string p = path + "." + name;
+        std::string p = path + "." + name;
         LuaValue pair = LuaValue::make_table(p);
-        pair.add("name", str(name, p)).add("value", str(value, p));
+        pair.fields.reserve(2);
+        pair.add("name", str(name, p)).add("value", str(value, std::move(p)));
         t.push(std::move(pair));
     }
     for (const auto& [name, value] : env) t.add(name, str(value));
@@ -57,6 +62,7 @@ LuaValue value_view(const EnvList& v, const std::string& path) { return pairs_ta
 
 LuaValue value_view(const CoreLists& lists, const std::string&) {
     LuaValue t = LuaValue::make_table();
+    t.items.reserve(lists.size());
     for (const auto& list : lists) t.push(ints(list));
     return t;
 }
@@ -71,6 +77,7 @@ LuaValue value_view(const C& child, const std::string& path) { return table_view
 template <FieldTable C>
 LuaValue value_view(const std::vector<C>& entries, const std::string& path) {
     LuaValue t = LuaValue::make_table();
+    t.items.reserve(entries.size());
     for (size_t i = 0; i < entries.size(); ++i) t.push(table_view(entries[i], path + "." + std::to_string(i)));
     return t;
 }

@@ -81,6 +81,7 @@ void put_table(std::string& out, const T& object, bool with_stacks) {
 
 TreeIndex parse_manifest(const std::string& text) {
     TreeIndex out;
+    out.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')));  // one file per line: no rehash
     std::string_view rest(text);
     while (!rest.empty()) {
         const auto end = rest.find('\n');
@@ -118,9 +119,11 @@ struct StateReader {
     std::string_view text;
     bool ok = true;
     std::string_view word() {
-        const size_t end = text.find_first_of(" \n");
+        // (A plain loop: find_first_of searches its set once per character of the text.)
+        size_t end = 0;
+        while (end < text.size() && text[end] != ' ' && text[end] != '\n') ++end;
         std::string_view w = text.substr(0, end);
-        text.remove_prefix(end == std::string_view::npos ? text.size() : end);
+        text.remove_prefix(end);
         if (!text.empty() && text.front() == ' ') text.remove_prefix(1);
         return w;
     }
@@ -220,6 +223,7 @@ bool parse_state(const std::string& text, BuildState& state, bool inputs_only) {
     const size_t header = std::char_traits<char>::length(kStateHeader);
     if (text.compare(0, header, kStateHeader) != 0) return false;
     StateReader in{std::string_view(text).substr(header)};
+    if (!inputs_only) state.files.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')));  // (an upper bound: no rehash)
     BuildState::StackRecord* current = nullptr;
     while (in.ok && !in.text.empty()) {
         const std::string_view kind = in.word();

@@ -288,7 +288,7 @@ private:
 void KeyDepthScanner::skip_string() {
     const char quote = peek();
     const bool basic = quote == '"';
-    const std::string triple(3, quote);
+    const std::string_view triple = basic ? R"(""")" : "'''";
     if (starts_with(triple)) {
         pos_ += 3;
         while (!at_end() && !starts_with(triple)) pos_ += (basic && peek() == '\\') ? 2 : 1;
