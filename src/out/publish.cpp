@@ -49,16 +49,16 @@ std::string octal(unsigned mode) {
 
 // The parent directories of a tree's files, as views into its keys (which must outlive the
 // set): each path's parents from the nearest up, stopping at one already known (so are its parents).
+void add_parent_dirs(std::unordered_set<std::string_view>& dirs, std::string_view path) {
+    for (auto slash = path.rfind('/'); slash != std::string_view::npos && slash > 0; slash = path.rfind('/', slash - 1))
+        if (!dirs.insert(path.substr(0, slash)).second) break;
+}
+
 template <typename Tree>
 std::unordered_set<std::string_view> parent_dir_views(const Tree& tree) {
     std::unordered_set<std::string_view> out;
     out.reserve(tree.size());
-    for (const auto& [rel, f] : tree) {
-        const std::string_view path(rel);
-        for (auto slash = path.rfind('/'); slash != std::string_view::npos && slash > 0;
-             slash = path.rfind('/', slash - 1))
-            if (!out.insert(path.substr(0, slash)).second) break;
-    }
+    for (const auto& [rel, f] : tree) add_parent_dirs(out, rel);
     return out;
 }
 
@@ -193,6 +193,11 @@ struct Publisher::Root {
         std::string read;                   // the hash of its bytes, when they were read
         bool known = false;              // its stat is the last build's: untouched since
         const FileSpec* was = nullptr;   // its line in the live manifest, if any
+        // In the new tree as it is (add_kept with this record, as as_last_built found it): its
+        // path, hash and mode are the live file's, so it is not copied into `fresh`, the map
+        // of the other files (a rebuild of one stack keeps tens of thousands like this).
+        bool kept = false;
+        bool in_fresh = false;  // another file was added at its path (it is in `fresh`)
     };
     std::unordered_map<std::string_view, Live> live_files;  // keys: views into `entries`
     std::vector<const Live*> live_of;  // by index into `entries` (regular files but the manifest)
@@ -214,7 +219,9 @@ struct Publisher::Root {
     std::unordered_set<std::string_view> spare_dirs;
     size_t spare_kept = 0;  // how many of spare_files are kept (stage() removes the other fresh paths')
     std::unordered_set<std::string_view> fresh_dirs;  // every directory of `fresh` (finish() makes it)
-    std::vector<std::string> to_link;  // fresh files already as wanted on the live tree
+    // New-tree files already as wanted on the live tree (linked into the spare by finish()),
+    // with their hash and mode (a `fresh` value, or a kept file's manifest line).
+    std::vector<std::pair<std::string, const FileSpec*>> to_link;
     bool spare_made = false;  // begin() made the spare (empty): removed again if the root stays
     // What look() saw at the root's manifest and spare paths (begin() checks they still hold).
     bool manifest_exists = false, spare_exists = false;
@@ -375,7 +382,7 @@ bool Publisher::stage(Root& r, const std::string& rel, const FileSpec& want, con
     }
     // Linking waits for finish(): only a root that is swapped in needs its spare complete.
     if (as_wanted && !linking) {
-        r.to_link.push_back(rel);
+        r.to_link.emplace_back(rel, &want);
         return true;
     }
     // Whatever holds this path or a parent of it in the spare goes first.
@@ -425,21 +432,51 @@ bool Publisher::place(const std::string& path, std::string hash, bool executable
         diags.error({}, "internal: output '" + path + "' is outside every site root");
         return false;
     }
-    const auto [slot, first] = r->fresh.try_emplace(path.substr(r->root.size() + 1));
+    const std::string_view rel_view = std::string_view(path).substr(r->root.size() + 1);
+    if (!contents && found) {  // (this publisher's own record, as as_last_built handed it out)
+        const Root::Live& live = *static_cast<const Root::Live*>(found);
+        if (live.known && live.was && live.was->hash == hash && live.was->mode == (executable ? 0755u : 0644u) &&
+            live.entry->path == rel_view)
+            return place_kept(*r, path, found);
+    }
+    Root::Live* live = nullptr;  // the live file at this path, if any
+    if (const auto it = r->live_files.find(rel_view); it != r->live_files.end()) live = &it->second;
+    const auto [slot, first] = r->fresh.try_emplace(std::string(rel_view));
     const std::string& rel = slot->first;
-    if (!first) added_twice_.push_back(path);
+    if (!first || (live && live->kept)) added_twice_.push_back(path);
+    if (live) live->in_fresh = true;
     Root::Wanted& want = slot->second;
     want.hash = std::move(hash);
     want.mode = executable ? 0755u : 0644u;
     want.kept = !contents;
     ++files_;
     // (A kept file not on the live tree as wanted is reported by finish().)
-    if (options_.dry_run || failed_ || (!contents && !found && !r->live_files.count(rel))) return true;
+    if (options_.dry_run || failed_ || (!contents && !live)) return true;
     std::string error;
-    if (!stage(*r, rel, want, contents, executable, error, false, found)) {
+    if (!stage(*r, rel, want, contents, executable, error, false, live)) {
         diags.error({}, "cannot write the new tree (the previous one is untouched): " + error);
         io_error_ = failed_ = true;
         return false;
+    }
+    return true;
+}
+
+// A kept file as as_last_built found it: the new tree has the live file as it is, so only its
+// live record is marked (finish() reads its path, hash and mode from the live tree and its
+// manifest), and the spare's name of it is kept, or linked by finish(), as stage() does.
+bool Publisher::place_kept(Root& r, const std::string& path, const void* found) {
+    Root::Live& live = *const_cast<Root::Live*>(static_cast<const Root::Live*>(found));
+    ++files_;
+    if (live.kept || live.in_fresh) added_twice_.push_back(path);
+    live.kept = true;
+    if (options_.dry_run || failed_) return true;
+    const std::string& rel = live.entry->path;
+    const auto spare = r.spare_files.find(rel);
+    if (spare != r.spare_files.end() && spare->second.ino == live.entry->ino) {
+        if (!spare->second.kept) ++r.spare_kept;
+        spare->second.kept = true;
+    } else {
+        r.to_link.emplace_back(rel, live.was);
     }
     return true;
 }
@@ -470,6 +507,8 @@ bool Publisher::compare_live(Root& r, PublishReport& report, Diagnostics& diags,
     const TreeIndex& old = r.old;
     bool differs = false;
     r.fresh_dirs = parent_dir_views(fresh);
+    for (size_t i = 0; i < r.entries.size(); ++i)
+        if (r.live_of[i] && r.live_of[i]->kept) add_parent_dirs(r.fresh_dirs, r.entries[i].path);
     const auto& fresh_dirs = r.fresh_dirs;
     std::optional<std::unordered_set<std::string_view>> old_dirs;  // made when a live directory is not a fresh one
     if (r.exists && r.top.type != TreeEntry::Type::dir) {
@@ -489,6 +528,11 @@ bool Publisher::compare_live(Root& r, PublishReport& report, Diagnostics& diags,
             } else if (e.mode != kDirMode) {
                 differs = true;
             }
+            continue;
+        }
+        if (const Root::Live* kept = r.live_of[i]; kept && kept->kept && !kept->in_fresh) {
+            ++report.unchanged;  // (as the last build left it: nothing to compare)
+            report.stats.emplace(join(r.root, e.path), stat_of(e));
             continue;
         }
         const auto want = fresh.find(e.path);
@@ -532,6 +576,42 @@ bool Publisher::compare_live(Root& r, PublishReport& report, Diagnostics& diags,
     return differs;
 }
 
+// The manifest of a root's new tree: its `fresh` files and its kept ones (marked on the live
+// records, which the scan listed in path order), merged in path order as manifest_of sorts.
+std::string Publisher::manifest_of_root(const Root& r) {
+    struct Row {
+        std::string_view path;
+        const std::string* hash;
+        unsigned mode;
+    };
+    std::vector<Row> fresh, kept;
+    fresh.reserve(r.fresh.size());
+    size_t bytes = 80;
+    for (const auto& [rel, want] : r.fresh)
+        if (rel != kManifestName) {
+            fresh.push_back({rel, &want.hash, want.mode});
+            bytes += want.hash.size() + rel.size() + 6;
+        }
+    std::sort(fresh.begin(), fresh.end(), [](const Row& a, const Row& b) { return a.path < b.path; });
+    for (size_t i = 0; i < r.entries.size(); ++i)
+        if (const Root::Live* live = r.live_of[i]; live && live->kept && !live->in_fresh) {
+            kept.push_back({r.entries[i].path, &live->was->hash, live->was->mode});
+            bytes += live->was->hash.size() + r.entries[i].path.size() + 6;
+        }
+    std::string out = "# sitegen manifest v1: sha256, mode, path relative to this directory\n";
+    out.reserve(bytes);
+    const auto put = [&out](const Row& row) {
+        out += *row.hash;
+        out += row.mode == 0755u ? " 755 " : " 644 ";
+        out += row.path;
+        out += '\n';
+    };
+    size_t f = 0, k = 0;
+    while (f < fresh.size() || k < kept.size())
+        put(k == kept.size() || (f < fresh.size() && fresh[f].path < kept[k].path) ? fresh[f++] : kept[k++]);
+    return out;
+}
+
 bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
     report.io_error = io_error_;
     if (!begun_ || failed_) {
@@ -551,7 +631,7 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
         const TreeEntry* live_manifest = nullptr;
         bool differs = false;
         // The manifest text is made beside the comparison (see compare_live).
-        run_beside(options_.threads && fresh.size() > 4096, [&] { manifests[root] = manifest_of(fresh); },
+        run_beside(options_.threads && fresh.size() + r.entries.size() > 4096, [&] { manifests[root] = manifest_of_root(r); },
                    [&] { differs = compare_live(r, report, diags, live_manifest); });
         if (live_manifest && r.old_text == manifests[root] && live_manifest->mode == 0644) {
             own_manifest.present = true;
@@ -596,7 +676,7 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
     // Finish staging: whatever the spare holds that the new tree does not, then the manifest.
     for (Root* r : to_swap) {
         bool ok = true;
-        for (const auto& rel : r->to_link) ok = ok && stage(*r, rel, r->fresh.at(rel), nullptr, false, error, true);
+        for (const auto& [rel, spec] : r->to_link) ok = ok && stage(*r, rel, *spec, nullptr, false, error, true);
         // The spare's manifest is written anew (never in place). Any other spare file is a fresh
         // path's that stage() kept, or a stray: when the count says there is none, the files
         // need no lookups.
@@ -605,9 +685,14 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
             r->spare_kept -= m->second.kept;
             r->spare_files.erase(m);
         }
+        const auto in_new_tree = [r](std::string_view rel) {
+            if (r->fresh.count(rel)) return true;
+            const auto live = r->live_files.find(rel);
+            return live != r->live_files.end() && live->second.kept;
+        };
         if (r->spare_files.size() != r->spare_kept)
             for (const auto& [rel, ino] : r->spare_files)
-                if (!r->fresh.count(rel)) ok = ok && fs_.remove_all(r->staged + "/" + std::string(rel), error);
+                if (!in_new_tree(rel)) ok = ok && fs_.remove_all(r->staged + "/" + std::string(rel), error);
         for (const auto& dir : r->spare_dirs)
             if (!r->fresh_dirs.count(dir)) ok = ok && fs_.remove_all(r->staged + "/" + std::string(dir), error);
         const std::string to = r->staged + "/" + kManifestName;

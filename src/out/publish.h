@@ -104,6 +104,8 @@ private:
                Diagnostics& diags, const void* found = nullptr);
     bool stage(Root& root, const std::string& rel, const FileSpec& want, const std::string* contents, bool executable,
                std::string& error, bool linking = false, const void* found = nullptr);
+    bool place_kept(Root& root, const std::string& path, const void* found);
+    static std::string manifest_of_root(const Root& root);
     bool looked_still_holds();
     void hand_edit(Diagnostics& diags, const Root& r, const std::string& rel, const std::string& why) const;
     bool compare_live(Root& r, PublishReport& report, Diagnostics& diags, const TreeEntry*& live_manifest);

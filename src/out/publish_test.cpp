@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "out/publish.h"
+#include "out/sha256.h"
 #include "test_support.h"
 
 using namespace sitegen;
@@ -458,4 +459,99 @@ TEST_CASE("a look taken before another build published is not trusted", "[publis
     CHECK(test::read_file(out + "/modules-out/s/modulefiles/a/1.lua") == "setenv(\"V\", \"one\")\n");
     CHECK(test::read_file(out + "/modules-out/s/software/a/1/bin/run") == "#!/bin/bash\necho one\n");
     CHECK(test::read_file(out + "/easyconfigs-out/s/a/a-1.eb") == "name = 'a'  # one\n");
+}
+
+namespace {
+
+// One publish over the last one's tree, as run_build does it: the files whose stat is the one
+// `known` records are kept (as_last_built, then add_kept), the others added with contents.
+// `extra` runs between the adds and finish (e.g. a second add of a path).
+bool publish_keeping(MemoryFs& fs, const OutputList& files, const PublishReport& last, bool dry_run,
+                     PublishReport& report, Diagnostics& diags, size_t& kept,
+                     const std::function<void(Publisher&)>& extra = {}) {
+    PublishOptions options{"out", dry_run, false};
+    options.known = &last.stats;
+    Publisher publisher(fs, kRoots, options);
+    if (!publisher.begin(diags)) return false;
+    kept = 0;
+    for (const auto& f : files) {
+        KeptFile k;
+        if (publisher.as_last_built(f.path, k) && k.hash == sha256_hex(f.contents)) {
+            ++kept;
+            publisher.add_kept(k, diags);
+        } else {
+            publisher.add(f, diags);
+        }
+    }
+    if (extra) extra(publisher);
+    return publisher.finish(report, diags);
+}
+
+}  // namespace
+
+TEST_CASE("files kept as the last build left them publish the tree, manifest and report a fresh build gives", "[publish]") {
+    MemoryFs fs;
+    Diagnostics diags;
+    PublishReport first, second;
+    REQUIRE(run(fs, tree("one"), diags, false, &first));
+    OutputList two = tree("one");
+    two[0].contents = "setenv(\"V\", \"two\")\n";  // the other two files are kept
+    size_t kept = 0;
+    // A dry run first: it reports, and writes nothing.
+    const auto before = snapshot(fs);
+    const auto before_tree = tree_of(fs, "");
+    PublishReport dry;
+    REQUIRE(publish_keeping(fs, two, first, true, dry, diags, kept));
+    CHECK(kept == 2);
+    CHECK(dry.changed == std::vector<std::string>{two[0].path});
+    CHECK(dry.unchanged == 2);
+    CHECK(tree_of(fs, "") == before_tree);
+    CHECK(fs.files.at("out/" + two[1].path).stamp == before.at("out/" + two[1].path).stamp);
+    REQUIRE(publish_keeping(fs, two, first, false, second, diags, kept));
+    CHECK(kept == 2);
+    CHECK(second.changed == std::vector<std::string>{two[0].path});
+    CHECK(second.added.empty());
+    CHECK(second.removed.empty());
+    CHECK(second.unchanged == 2);
+    CHECK(second.stats.size() == 3);
+    CHECK(diags.error_count() == 0);
+    // The live roots are byte for byte those of a fresh publish, manifests included; the kept
+    // files are the same entries as before (linked, not rewritten).
+    MemoryFs fresh;
+    REQUIRE(run(fresh, two, diags));
+    for (const std::string& root : {std::string("out/modules-out/s"), std::string("out/easyconfigs-out/s")}) {
+        std::vector<std::tuple<std::string, std::string, unsigned>> a, b;
+        for (const auto& e : fs.scan(root))
+            a.emplace_back(e.path, e.type == TreeEntry::Type::file ? fs.files.at(root + "/" + e.path).data : "", e.mode);
+        for (const auto& e : fresh.scan(root))
+            b.emplace_back(e.path, e.type == TreeEntry::Type::file ? fresh.files.at(root + "/" + e.path).data : "", e.mode);
+        CHECK(a == b);
+    }
+    CHECK(fs.files.at("out/" + two[1].path).stamp == before.at("out/" + two[1].path).stamp);
+    // And the next build keeps all three.
+    PublishReport third;
+    REQUIRE(publish_keeping(fs, two, second, false, third, diags, kept));
+    CHECK(kept == 3);
+    CHECK(third.unchanged == 3);
+    CHECK(diags.error_count() == 0);
+}
+
+TEST_CASE("a kept path kept again, or added again with contents, is listed each time after its first", "[publish]") {
+    MemoryFs fs;
+    Diagnostics diags;
+    PublishReport first, second;
+    REQUIRE(run(fs, tree("one"), diags, false, &first));
+    const OutputList one = tree("one");
+    size_t kept = 0;
+    std::vector<std::string> twice;
+    publish_keeping(fs, one, first, true, second, diags, kept, [&](Publisher& p) {
+        KeptFile k;
+        REQUIRE(p.as_last_built(one[1].path, k));
+        p.add_kept(k, diags);      // kept again
+        p.add(one[1], diags);      // and added with its bytes
+        p.add(one[2], diags);      // a kept path added with its bytes
+        twice = p.added_twice();
+    });
+    CHECK(kept == 3);
+    CHECK(twice == std::vector<std::string>{one[1].path, one[1].path, one[2].path});
 }
