@@ -599,6 +599,10 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
         state.dirs.reserve(dirs.size());
         for (const auto dir : dirs) state.dirs.emplace(std::string(dir), FileStat{});
         for (auto& [dir, stat] : state.dirs) {
+            if (const auto known = report.dir_stats.find(dir); known != report.dir_stats.end()) {
+                stat = known->second;  // (as the publisher's look saw it, unchanged since)
+                continue;
+            }
             TreeEntry e;
             if (!fs.entry(under_out(request.out_dir, dir), e) || e.type != TreeEntry::Type::dir) dirs_complete = false;
             else stat = stat_of(e);

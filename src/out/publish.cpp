@@ -223,6 +223,20 @@ struct Publisher::Root {
     // with their hash and mode (a `fresh` value, or a kept file's manifest line).
     std::vector<std::pair<std::string, const FileSpec*>> to_link;
     bool spare_made = false;  // begin() made the spare (empty): removed again if the root stays
+    // Directories of the spare (relative to the root, "" = the root) in which this publish made
+    // or removed an entry, with their parents (a made one may have been made with them): their
+    // stat is not the look's any more.
+    std::unordered_set<std::string, PathHash, std::equal_to<>> touched;
+    void touch(std::string_view path) {  // `path`: the entry made or removed
+        for (;;) {
+            const auto slash = path.rfind('/');
+            const std::string_view dir = slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
+            if (touched.find(dir) != touched.end()) return;  // (and so are its parents)
+            touched.emplace(dir);
+            if (dir.empty()) return;
+            path = dir;
+        }
+    }
     // What look() saw at the root's manifest and spare paths (begin() checks they still hold).
     bool manifest_exists = false, spare_exists = false;
     TreeEntry manifest_top, spare_top;
@@ -346,7 +360,7 @@ bool Publisher::begin(Diagnostics& diags) {
             if (e.type == TreeEntry::Type::dir && e.mode != kDirMode) reuse = false;
             if (e.type == TreeEntry::Type::dir) r.spare_dirs.insert(e.path);
             else if (e.type == TreeEntry::Type::file) r.spare_files[e.path] = {e.ino, false};
-            else if (!fs_.remove_all(r.staged + "/" + e.path, error)) reuse = false;  // symlinks, FIFOs: never wanted
+            else if (r.touch(e.path), !fs_.remove_all(r.staged + "/" + e.path, error)) reuse = false;  // symlinks, FIFOs: never wanted
         }
         if (!reuse) {
             r.spare_made = true;
@@ -388,11 +402,13 @@ bool Publisher::stage(Root& r, const std::string& rel, const FileSpec& want, con
     // Whatever holds this path or a parent of it in the spare goes first.
     for (auto slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1))
         if (const auto f = r.spare_files.find(std::string_view(rel).substr(0, slash)); f != r.spare_files.end()) {
+            r.touch(f->first);
             if (!fs_.remove_all(r.staged + "/" + std::string(f->first), error)) return false;
             r.spare_kept -= f->second.kept;
             r.spare_files.erase(f);
         }
     if (spare != r.spare_files.end() || r.spare_dirs.count(rel)) {
+        r.touch(rel);
         if (!fs_.remove_all(r.staged + "/" + rel, error)) return false;
         if (spare != r.spare_files.end()) {
             r.spare_kept -= spare->second.kept;
@@ -401,6 +417,7 @@ bool Publisher::stage(Root& r, const std::string& rel, const FileSpec& want, con
         r.spare_dirs.erase(rel);
     }
     const std::string to = r.staged + "/" + rel;
+    r.touch(rel);
     if (as_wanted) return fs_.link(r.live + "/" + rel, to, error);  // same inode and mtime as the live file
     if (!contents) {
         error = join(r.root, rel) + ": not on the live tree as the last build left it";
@@ -671,7 +688,10 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
             !fs_.remove_all(r.staged, error)) {
             diags.warning({r.staged, 0, 0}, "cannot remove the empty spare tree: " + error);
         }
-    if (to_swap.empty()) return true;
+    if (to_swap.empty()) {
+        known_dir_stats(to_swap, report);
+        return true;
+    }
 
     // Finish staging: whatever the spare holds that the new tree does not, then the manifest.
     for (Root* r : to_swap) {
@@ -681,6 +701,7 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
         // path's that stage() kept, or a stray: when the count says there is none, the files
         // need no lookups.
         if (const auto m = r->spare_files.find(kManifestName); m != r->spare_files.end()) {
+            r->touch(kManifestName);
             ok = ok && fs_.remove_all(r->staged + "/" + kManifestName, error);
             r->spare_kept -= m->second.kept;
             r->spare_files.erase(m);
@@ -692,10 +713,11 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
         };
         if (r->spare_files.size() != r->spare_kept)
             for (const auto& [rel, ino] : r->spare_files)
-                if (!in_new_tree(rel)) ok = ok && fs_.remove_all(r->staged + "/" + std::string(rel), error);
+                if (!in_new_tree(rel)) ok = ok && (r->touch(rel), fs_.remove_all(r->staged + "/" + std::string(rel), error));
         for (const auto& dir : r->spare_dirs)
-            if (!r->fresh_dirs.count(dir)) ok = ok && fs_.remove_all(r->staged + "/" + std::string(dir), error);
+            if (!r->fresh_dirs.count(dir)) ok = ok && (r->touch(dir), fs_.remove_all(r->staged + "/" + std::string(dir), error));
         const std::string to = r->staged + "/" + kManifestName;
+        r->touch(kManifestName);
         ok = ok && fs_.write(to, manifests[r->root], false, error);
         TreeEntry e;
         if (ok && fs_.entry(to, e)) report.manifest_stats[r->root] = stat_of(e);
@@ -738,7 +760,29 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
         return false;
     }
     fs_.unlock();
+    known_dir_stats(to_swap, report);
     return true;
+}
+
+// After a publish: the stat of each directory of each root as the look saw it, where nothing
+// changed it since: a root that stayed is the live tree looked at; a swapped-in one is the
+// spare looked at, less the directories touched while staging (and none of a spare made anew).
+void Publisher::known_dir_stats(const std::vector<Root*>& swapped, PublishReport& report) const {
+    for (const Root& r : state_) {
+        const bool staged = std::find(swapped.begin(), swapped.end(), &r) != swapped.end();
+        if (staged && r.spare_made) continue;
+        const std::vector<TreeEntry>& seen = staged ? r.spare : r.entries;
+        const TreeEntry& top = staged ? r.spare_top : r.top;
+        if (!(staged ? r.spare_exists : r.exists) || top.type != TreeEntry::Type::dir) continue;
+        const auto keep = [&](std::string_view dir, const TreeEntry& e) {
+            if (staged && r.touched.count(dir)) return;
+            if (!dir.empty() && !r.fresh_dirs.count(dir)) return;  // (not a directory of the new tree)
+            report.dir_stats[dir.empty() ? r.root : r.root + "/" + std::string(dir)] = stat_of(e);
+        };
+        keep({}, top);
+        for (const TreeEntry& e : seen)
+            if (e.type == TreeEntry::Type::dir) keep(e.path, e);
+    }
 }
 
 bool publish(FileSystem& fs, const std::vector<std::string>& roots, const OutputList& files,

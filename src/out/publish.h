@@ -47,6 +47,9 @@ struct PublishReport {
     // to out_dir) and each root's manifest's stat, as the tree now is.
     std::unordered_map<std::string, FileStat> stats;
     std::map<std::string, FileStat> manifest_stats;
+    // The stat of the roots' directories (by path relative to out_dir) that the publisher knows
+    // without asking the file system again (none changed since its look); the others are not listed.
+    std::unordered_map<std::string, FileStat> dir_stats;
 };
 
 // The manifest text for a root: one "<sha256> <mode> <path>" line per file, sorted.
@@ -106,6 +109,7 @@ private:
                std::string& error, bool linking = false, const void* found = nullptr);
     bool place_kept(Root& root, const std::string& path, const void* found);
     static std::string manifest_of_root(const Root& root);
+    void known_dir_stats(const std::vector<Root*>& swapped, PublishReport& report) const;
     bool looked_still_holds();
     void hand_edit(Diagnostics& diags, const Root& r, const std::string& rel, const std::string& why) const;
     bool compare_live(Root& r, PublishReport& report, Diagnostics& diags, const TreeEntry*& live_manifest);

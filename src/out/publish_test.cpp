@@ -555,3 +555,41 @@ TEST_CASE("a kept path kept again, or added again with contents, is listed each 
     CHECK(kept == 3);
     CHECK(twice == std::vector<std::string>{one[1].path, one[1].path, one[2].path});
 }
+
+TEST_CASE("the directory stats a publish reports are those on disk after it, and leave out what it changed", "[publish]") {
+    test::TempDir dir("dir-stats");
+    const std::string out = dir.str();
+    auto fs = make_disk_fs();
+    Diagnostics diags;
+    const auto all_as_on_disk = [&](const PublishReport& report) {
+        for (const auto& [path, stat] : report.dir_stats) {
+            TreeEntry e;
+            REQUIRE(fs->entry(out + "/" + path, e));
+            CHECK(e.type == TreeEntry::Type::dir);
+            CHECK(stat_of(e) == stat);
+        }
+    };
+    PublishReport first, second, third, same;
+    REQUIRE(publish(*fs, kRoots, tree("one"), {out, false, false}, first, diags));
+    OutputList two = tree("one");
+    two[0].contents = "setenv(\"V\", \"two\")\n";
+    REQUIRE(publish(*fs, kRoots, two, {out, false, false}, second, diags));  // (tree "one" is the spare now)
+    all_as_on_disk(second);
+    // Into that spare: one file changed, one added in a new directory.
+    OutputList three = two;
+    three[0].contents = "setenv(\"V\", \"three\")\n";
+    three.push_back({"modules-out/s/software/a/2/bin/new", "new\n", false});
+    REQUIRE(publish(*fs, kRoots, three, {out, false, false}, third, diags));
+    all_as_on_disk(third);
+    CHECK(third.dir_stats.count("modules-out/s/software/a/1/bin"));  // untouched while staging
+    CHECK_FALSE(third.dir_stats.count("modules-out/s/modulefiles/a"));  // a file replaced in it
+    CHECK_FALSE(third.dir_stats.count("modules-out/s/software/a/2"));   // made by this publish
+    CHECK_FALSE(third.dir_stats.count("modules-out/s"));                // its manifest rewritten
+    CHECK(third.dir_stats.count("easyconfigs-out/s/a"));                // a root that stayed
+    // Nothing to publish: every directory is the live one looked at.
+    REQUIRE(publish(*fs, kRoots, three, {out, false, false}, same, diags));
+    all_as_on_disk(same);
+    CHECK(same.dir_stats.count("modules-out/s"));
+    CHECK(same.dir_stats.count("modules-out/s/software/a/2/bin"));
+    CHECK(diags.error_count() == 0);
+}
