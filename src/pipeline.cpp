@@ -333,7 +333,7 @@ bool up_to_date(FileSystem& fs, const Request& request, const std::string& state
             inputs.inputs != inputs_digest(request, inputs.rule_dirs, answer_again(fs, inputs.queries)))
             return false;
         BuildState& state = states[name];
-        if (!parse_state(text, state)) {
+        if (!parse_state(std::move(text), state)) {
             states.erase(name);  // (a text cut short leaves a partial state: never used)
             return false;
         }
@@ -382,7 +382,7 @@ BuildState usable_state(FileSystem& fs, const std::string& out_dir, const std::s
     std::string text, error;
     if (read) state = std::move(*read);
     else if (state_dir.empty() || !fs.read(state_path(state_dir, site_name), text, error, kMaxOutputFileBytes) ||
-             !parse_state(text, state))
+             !parse_state(std::move(text), state))
         return {};
     for (const std::string& root : {modules_root(site_name), easyconfigs_root(site_name)}) {
         TreeEntry e;
@@ -524,7 +524,8 @@ struct PreparedSite {
 // Renders the stacks of a site that need it (on worker threads) and hands every stack's files
 // to the publisher in stack order, recording them in `next`; rendered modulefiles are
 // self-checked meanwhile.
-void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, BuildState& next, Diagnostics& diags) {
+void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const BuildState& last, BuildState& next,
+                 Diagnostics& diags) {
     // Stacks render on worker threads and come back here in stack order, hashed, to be
     // staged; the self-check runs on batches of modulefiles meanwhile (render_threads()
     // == 1: one after the other in this thread, as before).
@@ -547,6 +548,11 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, BuildSt
                     record.files.push_back(std::move(k.path));
                 }
                 p.kept[i] = {};
+                // Its state lines are the last state's: the same files (reusable keeps all of
+                // them, in order), each with the stat that state gave it (as_last_built).
+                if (const auto old = last.stacks.find(id); old != last.stacks.end() && old->second.lines_size &&
+                                                           old->second.lines_at + old->second.lines_size <= last.text.size())
+                    record.same_lines = std::string_view(last.text).substr(old->second.lines_at, old->second.lines_size);
                 return;
             }
             for (size_t j = 0; j < rendered->files.size(); ++j) {
@@ -611,21 +617,25 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
     // Each stack's files as the publish left them: the report's stats, which hold this site's
     // files alone when it is the only site built (moved whole, then), else taken out one by one.
     bool complete = true;
+    // (A kept stack's lines are the last state's: its files' stats are not needed, nor reported.)
     const auto stat_files = [&] {
         size_t files = 0;
-        for (const auto& [id, record] : state.stacks) files += record.files.size();
+        for (const auto& [id, record] : state.stacks)
+            if (record.same_lines.empty()) files += record.files.size();
         if (report.stats.size() == files) {  // (a stack file without a stat: state_text refuses the state)
             state.files = std::move(report.stats);
             report.stats.clear();
             return;
         }
         state.files.reserve(files);
-        for (const auto& [id, record] : state.stacks)
+        for (const auto& [id, record] : state.stacks) {
+            if (!record.same_lines.empty()) continue;
             for (const auto& path : record.files) {
                 auto node = report.stats.extract(path);  // (each path is one stack's)
                 if (node.empty()) complete = false;
                 else state.files.insert(std::move(node));
             }
+        }
     };
     run_beside(render_threads() > 1 && fs.concurrent_reads(), stat_dirs, stat_files);
     complete = complete && dirs_complete;
@@ -765,7 +775,7 @@ Result run_build(FileSystem& fs, const Request& request) {
     // the spare trees and keeps their hashes), so the build holds one stack's output at a time,
     // plus the modulefiles for the self-check.
     for (size_t s = 0; s < sites.size() && !diags.has_errors(); ++s)
-        render_site(sites[s], prepared[s], publisher, next[s], diags);
+        render_site(sites[s], prepared[s], publisher, last[s], next[s], diags);
     // Errors of rendering or the self-check (a failed write is the publisher's: exit 3 below).
     if (diags.has_errors() && !publisher.io_error()) {
         publisher.discard();

@@ -199,6 +199,10 @@ std::string state_text(const BuildState& state, bool threads) {
             const auto& [id, record] = *it;
             if (!one_line(id)) return false;
             text += "stack " + record.key + (record.rebuilt ? " rebuilt " : " kept ") + id + "\n";
+            if (!record.same_lines.empty()) {
+                text += record.same_lines;
+                continue;
+            }
             for (const auto& path : record.files) {
                 const auto file = state.files.find(path);
                 if (file == state.files.end() || !one_line(path)) return false;
@@ -259,6 +263,7 @@ bool parse_state(const std::string& text, BuildState& state, bool inputs_only) {
             else if (current) {
                 current->files.push_back(path);
                 state.files[std::move(path)] = s;
+                current->lines_size = static_cast<size_t>(in.text.data() - text.data()) - current->lines_at;
             } else {
                 return state = {}, false;
             }
@@ -268,12 +273,20 @@ bool parse_state(const std::string& text, BuildState& state, bool inputs_only) {
             current = &state.stacks[in.rest_of_line()];
             current->key = key;
             current->rebuilt = how == "rebuilt";
+            current->lines_at = static_cast<size_t>(in.text.data() - text.data());
+            current->lines_size = 0;
         } else {
             return state = {}, false;
         }
     }
     if (!in.ok) state = {};
     return in.ok;
+}
+
+bool parse_state(std::string&& text, BuildState& state) {
+    if (!parse_state(text, state)) return false;
+    state.text = std::move(text);  // (the spans are offsets into it)
+    return true;
 }
 
 std::string state_path(const std::string& dir, const std::string& site_name) { return dir + "/" + site_name; }

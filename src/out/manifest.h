@@ -48,6 +48,11 @@ struct BuildState {
         std::string key;                 // digest of the stack's inputs (see stack_key)
         bool rebuilt = false;            // rendered by the build that wrote this state
         std::vector<std::string> files;  // its outputs, relative to the out dir
+        // Read: where its file lines are in `text`. To write: its file lines as they are, when
+        // they are those of the last state (a kept stack: the same files with the same stats),
+        // copied instead of made again from `files` (whose stats need not be in `files` then).
+        size_t lines_at = 0, lines_size = 0;
+        std::string_view same_lines;
     };
     // The inputs, so that a build whose inputs all answer as they did need not load the site:
     std::string inputs;                        // digest: sitegen, request, rule files, answers ("" = none)
@@ -58,6 +63,7 @@ struct BuildState {
     std::map<std::string, FileStat> manifests;     // root -> its manifest's stat
     std::map<std::string, StackRecord> stacks;     // by module full name (name/version)
     std::unordered_map<std::string, FileStat> files;  // every output, relative to the out dir
+    std::string text;  // the text it was read from, when parse_state was given it to keep
 };
 // The state as text, or "" when it cannot be written as text (a path or name with a newline,
 // a stack file without its stat): the caller removes the old state instead. (`threads`: a big
@@ -67,6 +73,8 @@ std::string state_text(const BuildState& state, bool threads = false);
 // `inputs_only`, reads only what precedes the tree's stats (inputs, rule dirs, queries,
 // findings): enough to tell whether a build is up to date before reading 100,000 lines.
 bool parse_state(const std::string& text, BuildState& state, bool inputs_only = false);
+// The same, keeping `text` in the state (for the stacks' line spans).
+bool parse_state(std::string&& text, BuildState& state);
 // `dir` is the out dir's state directory: $SITEGEN_STATE_DIR, else $XDG_CACHE_HOME/sitegen,
 // else ~/.cache/sitegen, then a digest of the out dir's absolute path.
 std::string state_path(const std::string& dir, const std::string& site_name);

@@ -32,6 +32,41 @@ TEST_CASE("the build state reads back as written", "[manifest]") {
     CHECK_FALSE(parse_state(text + "garbage line\n", back));
 }
 
+TEST_CASE("a kept stack's state lines are the last state's, copied as they were read", "[manifest]") {
+    BuildState state;
+    state.manifests["modules-out/s"] = {10, 20, 30};
+    state.stacks["A/1"] = {std::string(64, 'a'), true, {"modules-out/s/a/1.lua", "modules-out/s/a/1/run"}};
+    state.stacks["B/2"] = {std::string(64, 'b'), true, {"modules-out/s/b/2.lua"}};
+    state.files["modules-out/s/a/1.lua"] = {1, 2, 3, 0644};
+    state.files["modules-out/s/a/1/run"] = {4, 5, 6, 0755};
+    state.files["modules-out/s/b/2.lua"] = {7, 8, 9, 0644};
+    std::string text = state_text(state);
+    BuildState last;
+    REQUIRE(parse_state(std::move(text), last));  // (kept, with each stack's span of file lines)
+    const auto& a = last.stacks.at("A/1");
+    CHECK(last.text.substr(a.lines_at, a.lines_size) ==
+          "file 1 2 3 420 modules-out/s/a/1.lua\nfile 4 5 6 493 modules-out/s/a/1/run\n");
+    // The next state: A kept (its lines copied, its files' stats not given), B rebuilt.
+    BuildState next;
+    next.manifests = state.manifests;
+    next.stacks["A/1"] = {std::string(64, 'a'), false, a.files};
+    next.stacks["A/1"].same_lines = std::string_view(last.text).substr(a.lines_at, a.lines_size);
+    next.stacks["B/2"] = {std::string(64, 'c'), true, {"modules-out/s/b/2.lua"}};
+    next.files["modules-out/s/b/2.lua"] = {10, 11, 12, 0644};
+    const std::string written = state_text(next);
+    BuildState back;
+    REQUIRE(parse_state(written, back));
+    CHECK(back.files.at("modules-out/s/a/1/run") == FileStat{4, 5, 6, 0755});
+    CHECK(back.files.at("modules-out/s/b/2.lua") == FileStat{10, 11, 12, 0644});
+    CHECK(back.stacks.at("A/1").files == a.files);
+    CHECK_FALSE(back.stacks.at("A/1").rebuilt);
+    // The same text as the state written from every file's stat.
+    next.stacks["A/1"].same_lines = {};
+    next.files.insert(state.files.begin(), state.files.end());
+    next.files["modules-out/s/b/2.lua"] = {10, 11, 12, 0644};
+    CHECK(state_text(next) == written);
+}
+
 TEST_CASE("a big build state reads the same written on two threads as on one", "[manifest]") {
     BuildState state;
     state.manifests["modules-out/s"] = {10, 20, 30};

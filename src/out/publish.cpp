@@ -548,8 +548,7 @@ bool Publisher::compare_live(Root& r, PublishReport& report, Diagnostics& diags,
             continue;
         }
         if (const Root::Live* kept = r.live_of[i]; kept && kept->kept && !kept->in_fresh) {
-            ++report.unchanged;  // (as the last build left it: nothing to compare)
-            report.stats.emplace(join(r.root, e.path), stat_of(e));
+            ++report.unchanged;  // (as the last build left it, with the stat `known` gave it: nothing to compare)
             continue;
         }
         const auto want = fresh.find(e.path);

@@ -44,7 +44,8 @@ struct PublishReport {
     size_t unchanged = 0;
     bool io_error = false;  // failure writing the tree (exit 3) rather than a refusal
     // After a successful publish (not a dry run): every output file's stat (by path relative
-    // to out_dir) and each root's manifest's stat, as the tree now is.
+    // to out_dir) but the kept ones' (add_kept with as_last_built's record: they have the stat
+    // `known` gave them), and each root's manifest's stat, as the tree now is.
     std::unordered_map<std::string, FileStat> stats;
     std::map<std::string, FileStat> manifest_stats;
     // The stat of the roots' directories (by path relative to out_dir) that the publisher knows
