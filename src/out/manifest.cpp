@@ -168,6 +168,10 @@ std::string state_text(const BuildState& state, bool threads) {
     for (const auto& d : state.rule_dirs)
         if (!one_line(d)) return {};
     std::string out = kStateHeader;
+    size_t bytes = 0;  // (no regrowth copying a text of megabytes)
+    for (const auto& [id, record] : state.stacks)
+        bytes += 100 + id.size() + (record.same_lines.empty() ? 120 * record.files.size() : record.same_lines.size());
+    out.reserve(bytes + 100 * (state.dirs.size() + state.queries.size() + state.findings.size()));
     if (!state.inputs.empty()) {
         out += "inputs " + state.inputs + "\n";
         for (const auto& dir : state.rule_dirs) out += "ruledir " + dir + "\n";

@@ -637,7 +637,7 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
     std::string error;
     const std::string& out = options_.out_dir;
     std::vector<Root*> to_swap;
-    std::map<std::string, std::string> manifests;
+    std::map<std::string, std::string> manifests, manifest_hashes;  // (a hash for the journal, made beside)
     for (Root& r : state_) {
         const std::string& root = r.root;
         auto& fresh = r.fresh;
@@ -647,7 +647,13 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
         const TreeEntry* live_manifest = nullptr;
         bool differs = false;
         // The manifest text is made beside the comparison (see compare_live).
-        run_beside(options_.threads && fresh.size() + r.entries.size() > 4096, [&] { manifests[root] = manifest_of_root(r); },
+        const bool beside = options_.threads && fresh.size() + r.entries.size() > 4096;
+        std::string& manifest = manifests[root];
+        std::string& manifest_hash = manifest_hashes[root];
+        run_beside(beside, [&] {
+                       manifest = manifest_of_root(r);
+                       if (!options_.dry_run) manifest_hash = sha256_hex(manifest);
+                   },
                    [&] { differs = compare_live(r, report, diags, live_manifest); });
         if (live_manifest && r.old_text == manifests[root] && live_manifest->mode == 0644) {
             own_manifest.present = true;
@@ -737,7 +743,7 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
         }
     // The journal makes the swaps one step: a crash after this line is rolled forward.
     std::string journal;
-    for (Root* r : to_swap) journal += sha256_hex(manifests[r->root]) + " " + r->root + "\n";
+    for (Root* r : to_swap) journal += manifest_hashes[r->root] + " " + r->root + "\n";
     if (!fs_.write(join(out, kJournalName), journal, false, error)) {
         discard();
         diags.error({}, "cannot write the publish journal (the previous tree is untouched): " + error);
