@@ -312,10 +312,10 @@ std::string under_out(const std::string& out_dir, const std::string& path) {
 // with its recorded stat, so nothing was added, removed, edited or chmod-ed). Then there is
 // nothing to load, check, render or publish: the findings check made are repeated and the
 // build reports every file unchanged. False (and `result` untouched) otherwise.
-// The states read on the way are left in `states` (by site name), so a build that is not up
-// to date need not read them again.
+// The states read on the way are left in `states` (by site name), or in `texts` when their
+// inputs changed (unparsed), so a build that is not up to date need not read them again.
 bool up_to_date(FileSystem& fs, const Request& request, const std::string& state_dir, Result& result,
-                std::map<std::string, BuildState>& states) {
+                std::map<std::string, BuildState>& states, std::map<std::string, std::string>& texts) {
     if (state_dir.empty()) return false;
     Result scratch;
     std::vector<std::string> names;
@@ -330,8 +330,10 @@ bool up_to_date(FileSystem& fs, const Request& request, const std::string& state
         // Its inputs first: when they changed, the rest is read by the build (on the look's thread).
         BuildState inputs;
         if (!parse_state(text, inputs, true) || inputs.inputs.empty() ||
-            inputs.inputs != inputs_digest(request, inputs.rule_dirs, answer_again(fs, inputs.queries)))
+            inputs.inputs != inputs_digest(request, inputs.rule_dirs, answer_again(fs, inputs.queries))) {
+            texts[name] = std::move(text);
             return false;
+        }
         BuildState& state = states[name];
         if (!parse_state(std::move(text), state)) {
             states.erase(name);  // (a text cut short leaves a partial state: never used)
@@ -373,17 +375,21 @@ std::string state_dir_of(const std::string& out_dir) {
     return dir + "/" + sha256_hex(abs.lexically_normal().string()).substr(0, 16);
 }
 
-// The last build's state of a site (`read`: as up_to_date read it, if it did), if it still
-// describes the live roots (each root's manifest has the stat the state recorded, so it is the
-// one that build wrote); empty otherwise.
+// The last build's state of a site (`read`: as up_to_date read it, if it did; `text_read`: its
+// text, if up_to_date read that only), if it still describes the live roots (each root's
+// manifest has the stat the state recorded, so it is the one that build wrote); empty otherwise.
 BuildState usable_state(FileSystem& fs, const std::string& out_dir, const std::string& state_dir,
-                        const std::string& site_name, BuildState* read) {
+                        const std::string& site_name, BuildState* read, std::string* text_read) {
     BuildState state;
-    std::string text, error;
-    if (read) state = std::move(*read);
-    else if (state_dir.empty() || !fs.read(state_path(state_dir, site_name), text, error, kMaxOutputFileBytes) ||
-             !parse_state(std::move(text), state))
-        return {};
+    if (read) {
+        state = std::move(*read);
+    } else {
+        std::string text, error;
+        if (text_read) text = std::move(*text_read);
+        else if (state_dir.empty() || !fs.read(state_path(state_dir, site_name), text, error, kMaxOutputFileBytes))
+            return {};
+        if (!parse_state(std::move(text), state)) return {};
+    }
     for (const std::string& root : {modules_root(site_name), easyconfigs_root(site_name)}) {
         TreeEntry e;
         const auto it = state.manifests.find(root);
@@ -497,6 +503,7 @@ Result run_check(FileSystem& fs, const Request& request) {
 // trees, the states to write. Freed as a whole by its owner (see Request::leave_working_set).
 struct BuildWorkingSet {
     std::map<std::string, BuildState> states_read;
+    std::map<std::string, std::string> state_texts_read;
     std::unordered_map<std::string, FileStat> known;
     std::vector<BuildState> last, next;
     std::optional<Publisher> publisher;
@@ -679,7 +686,8 @@ Result run_build(FileSystem& fs, const Request& request) {
     }
     const std::string state_dir = state_dir_of(request.out_dir);
     auto& states_read = working->states_read;
-    if (up_to_date(fs, request, state_dir, result, states_read)) return result;
+    auto& texts_read = working->state_texts_read;
+    if (up_to_date(fs, request, state_dir, result, states_read, texts_read)) return result;
     Request resolved = request;
     resolved.sites.clear();
     if (!resolve_sites(fs, request, resolved.sites, result)) return result;
@@ -706,7 +714,9 @@ Result run_build(FileSystem& fs, const Request& request) {
         for (size_t s = 0; s < resolved.sites.size(); ++s) {
             const std::string& name = resolved.sites[s];
             const auto read = states_read.find(name);
-            last[s] = usable_state(fs, request.out_dir, state_dir, name, read == states_read.end() ? nullptr : &read->second);
+            const auto text = texts_read.find(name);
+            last[s] = usable_state(fs, request.out_dir, state_dir, name, read == states_read.end() ? nullptr : &read->second,
+                                   text == texts_read.end() ? nullptr : &text->second);
             // (Paths are unique across sites: each has its own roots.)
             if (known.empty()) known = std::move(last[s].files);
             else known.insert(last[s].files.begin(), last[s].files.end());
