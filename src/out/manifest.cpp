@@ -170,7 +170,7 @@ std::string state_text(const BuildState& state, bool threads) {
     std::string out = kStateHeader;
     size_t bytes = 0;  // (no regrowth copying a text of megabytes)
     for (const auto& [id, record] : state.stacks)
-        bytes += 100 + id.size() + (record.same_lines.empty() ? 120 * record.files.size() : record.same_lines.size());
+        bytes += 100 + id.size() + (record.same_lines.empty() ? 160 * record.files.size() : record.same_lines.size());
     out.reserve(bytes + 100 * (state.dirs.size() + state.queries.size() + state.findings.size()));
     if (!state.inputs.empty()) {
         out += "inputs " + state.inputs + "\n";

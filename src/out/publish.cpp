@@ -209,8 +209,10 @@ struct Publisher::Root {
         bool occupied = false;  // something other than a directory is at its path on the live tree
     };
     std::unordered_map<std::string, Wanted, PathHash, std::equal_to<>> fresh;  // the new tree (without the manifest)
-    // The spare: regular files by inode, and directories, as begin() found them.
+    // The spare: regular files by inode, and directories, as the look found them.
     std::vector<TreeEntry> spare;  // as scanned: the keys below are views into it
+    bool spare_reusable = false;   // a directory whose directories are all 0755 (a fresh tree's)
+    std::vector<const TreeEntry*> spare_others;  // neither file nor directory (begin removes them)
     struct SpareFile {
         unsigned long long ino = 0;
         bool kept = false;  // stage() found it as wanted: a fresh path's, left in place
@@ -320,8 +322,17 @@ void Publisher::look() {
         // The spare is reused when it is a directory whose directories are all 0755 (a fresh
         // tree's); anything else at the staging path is replaced by an empty directory (begin).
         r.spare_exists = fs_.entry(r.staged, r.spare_top);
-        if (r.spare_exists && r.spare_top.type == TreeEntry::Type::dir && r.spare_top.mode == kDirMode)
-            r.spare = fs_.scan(r.staged, false);  // files: path and inode are enough
+        r.spare_reusable = r.spare_exists && r.spare_top.type == TreeEntry::Type::dir && r.spare_top.mode == kDirMode;
+        if (!r.spare_reusable) continue;
+        r.spare = fs_.scan(r.staged, false);  // files: path and inode are enough
+        r.spare_files.reserve(r.spare.size());
+        r.spare_dirs.reserve(r.spare.size() / 2);
+        for (const TreeEntry& e : r.spare) {
+            if (e.type == TreeEntry::Type::dir && e.mode != kDirMode) r.spare_reusable = false;
+            if (e.type == TreeEntry::Type::dir) r.spare_dirs.insert(e.path);
+            else if (e.type == TreeEntry::Type::file) r.spare_files[e.path] = {e.ino, false};
+            else r.spare_others.push_back(&e);  // symlinks, FIFOs: never wanted (begin removes them)
+        }
     }
     looked_ = true;
     ++looks_;
@@ -353,15 +364,9 @@ bool Publisher::begin(Diagnostics& diags) {
     if (!looked_ || !looked_still_holds()) look();
     for (Root& r : state_) {
         if (options_.dry_run) continue;
-        bool reuse = r.spare_exists && r.spare_top.type == TreeEntry::Type::dir && r.spare_top.mode == kDirMode;
-        r.spare_files.reserve(r.spare.size());
-        r.spare_dirs.reserve(r.spare.size() / 2);
-        for (const TreeEntry& e : r.spare) {
-            if (e.type == TreeEntry::Type::dir && e.mode != kDirMode) reuse = false;
-            if (e.type == TreeEntry::Type::dir) r.spare_dirs.insert(e.path);
-            else if (e.type == TreeEntry::Type::file) r.spare_files[e.path] = {e.ino, false};
-            else if (r.touch(e.path), !fs_.remove_all(r.staged + "/" + e.path, error)) reuse = false;  // symlinks, FIFOs: never wanted
-        }
+        bool reuse = r.spare_reusable;
+        for (const TreeEntry* e : r.spare_others)
+            if (r.touch(e->path), !fs_.remove_all(r.staged + "/" + e->path, error)) reuse = false;
         if (!reuse) {
             r.spare_made = true;
             r.spare_files.clear();
