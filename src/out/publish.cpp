@@ -230,6 +230,7 @@ struct Publisher::Root {
     // stat is not the look's any more.
     std::unordered_set<std::string, PathHash, std::equal_to<>> touched;
     void touch(std::string_view path) {  // `path`: the entry made or removed
+        if (spare_made) return;  // (every directory of a spare made anew is new: none is the look's)
         for (;;) {
             const auto slash = path.rfind('/');
             const std::string_view dir = slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
