@@ -47,13 +47,14 @@ std::string octal(unsigned mode) {
 // (the manifest included); directories are the files' parents, each with mode 0755.
 // (FileSpec, TreeIndex and parse_manifest: out/manifest.h)
 
-// The parent directories of a tree's files, as views into its keys (which must outlive the
-// set): each path's parents from the nearest up, stopping at one already known (so are its parents).
+// Adds the parent directories of `path` to `dirs`, as views into it (which must outlive the
+// set), from the nearest up, stopping at one already there (so are its parents).
 void add_parent_dirs(std::unordered_set<std::string_view>& dirs, std::string_view path) {
     for (auto slash = path.rfind('/'); slash != std::string_view::npos && slash > 0; slash = path.rfind('/', slash - 1))
         if (!dirs.insert(path.substr(0, slash)).second) break;
 }
 
+// The parent directories of a tree's files, as views into its keys (which must outlive the set).
 template <typename Tree>
 std::unordered_set<std::string_view> parent_dir_views(const Tree& tree) {
     std::unordered_set<std::string_view> out;
@@ -366,8 +367,10 @@ bool Publisher::begin(Diagnostics& diags) {
     for (Root& r : state_) {
         if (options_.dry_run) continue;
         bool reuse = r.spare_reusable;
-        for (const TreeEntry* e : r.spare_others)
-            if (r.touch(e->path), !fs_.remove_all(r.staged + "/" + e->path, error)) reuse = false;
+        for (const TreeEntry* e : r.spare_others) {
+            r.touch(e->path);
+            if (!fs_.remove_all(r.staged + "/" + e->path, error)) reuse = false;
+        }
         if (!reuse) {
             r.spare_made = true;
             r.spare_files.clear();
@@ -722,11 +725,15 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
             const auto live = r->live_files.find(rel);
             return live != r->live_files.end() && live->second.kept;
         };
+        const auto remove = [&](std::string_view rel) {
+            r->touch(rel);
+            return fs_.remove_all(r->staged + "/" + std::string(rel), error);
+        };
         if (r->spare_files.size() != r->spare_kept)
             for (const auto& [rel, ino] : r->spare_files)
-                if (!in_new_tree(rel)) ok = ok && (r->touch(rel), fs_.remove_all(r->staged + "/" + std::string(rel), error));
+                if (!in_new_tree(rel)) ok = ok && remove(rel);
         for (const auto& dir : r->spare_dirs)
-            if (!r->fresh_dirs.count(dir)) ok = ok && (r->touch(dir), fs_.remove_all(r->staged + "/" + std::string(dir), error));
+            if (!r->fresh_dirs.count(dir)) ok = ok && remove(dir);
         const std::string to = r->staged + "/" + kManifestName;
         r->touch(kManifestName);
         ok = ok && fs_.write(to, manifests[r->root], false, error);
