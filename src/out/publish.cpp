@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -107,28 +108,39 @@ bool swap_in(FileSystem& fs, const std::string& staged, const std::string& live,
     return fs.entry(live, existing) ? fs.exchange(staged, live, error) : fs.rename(staged, live, error);
 }
 
+// One file of a manifest (views into what the caller holds).
+struct ManifestRow {
+    std::string_view path;
+    const std::string* hash;
+    unsigned mode;
+    bool operator<(const ManifestRow& other) const { return path < other.path; }
+};
+
+// The manifest text of `rows`, which are in path order.
+std::string manifest_text_of(const std::vector<ManifestRow>& rows) {
+    std::string out = "# sitegen manifest v1: sha256, mode, path relative to this directory\n";
+    size_t bytes = out.size();
+    for (const auto& row : rows) bytes += row.hash->size() + row.path.size() + 6;
+    out.reserve(bytes);
+    for (const auto& row : rows) {
+        out += *row.hash;
+        out += row.mode == 0755u ? " 755 " : " 644 ";
+        out += row.path;
+        out += '\n';
+    }
+    return out;
+}
+
 // The manifest of the files of `index` (a TreeIndex, or a map of values derived from FileSpec),
 // sorted by path; the manifest itself is not listed.
 template <typename Index>
 std::string manifest_of(const Index& index) {
-    std::vector<const typename Index::value_type*> sorted;
-    sorted.reserve(index.size());
-    size_t bytes = 80;
-    for (const auto& row : index) {
-        if (row.first == kManifestName) continue;
-        sorted.push_back(&row);
-        bytes += row.second.hash.size() + row.first.size() + 6;
-    }
-    std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
-    std::string out = "# sitegen manifest v1: sha256, mode, path relative to this directory\n";
-    out.reserve(bytes);
-    for (const auto* row : sorted) {
-        out += row->second.hash;
-        out += row->second.mode == 0755u ? " 755 " : " 644 ";
-        out += row->first;
-        out += '\n';
-    }
-    return out;
+    std::vector<ManifestRow> rows;
+    rows.reserve(index.size());
+    for (const auto& [path, spec] : index)
+        if (path != kManifestName) rows.push_back({path, &spec.hash, spec.mode});
+    std::sort(rows.begin(), rows.end());
+    return manifest_text_of(rows);
 }
 
 }  // namespace
@@ -200,6 +212,8 @@ struct Publisher::Root {
         bool kept = false;
         bool in_fresh = false;  // another file was added at its path (it is in `fresh`)
     };
+    // A live file kept as it is, and not also added again (then `fresh` has the path).
+    static bool kept_as_is(const Live* live) { return live && live->kept && !live->in_fresh; }
     std::unordered_map<std::string_view, Live> live_files;  // keys: views into `entries`
     std::vector<const Live*> live_of;  // by index into `entries` (regular files but the manifest)
     // A file of the new tree, and what finish() learns about it while it compares the trees
@@ -534,7 +548,7 @@ bool Publisher::compare_live(Root& r, PublishReport& report, Diagnostics& diags,
     bool differs = false;
     r.fresh_dirs = parent_dir_views(fresh);
     for (size_t i = 0; i < r.entries.size(); ++i)
-        if (r.live_of[i] && r.live_of[i]->kept) add_parent_dirs(r.fresh_dirs, r.entries[i].path);
+        if (Root::kept_as_is(r.live_of[i])) add_parent_dirs(r.fresh_dirs, r.entries[i].path);
     const auto& fresh_dirs = r.fresh_dirs;
     std::optional<std::unordered_set<std::string_view>> old_dirs;  // made when a live directory is not a fresh one
     if (r.exists && r.top.type != TreeEntry::Type::dir) {
@@ -556,7 +570,7 @@ bool Publisher::compare_live(Root& r, PublishReport& report, Diagnostics& diags,
             }
             continue;
         }
-        if (const Root::Live* kept = r.live_of[i]; kept && kept->kept && !kept->in_fresh) {
+        if (Root::kept_as_is(r.live_of[i])) {
             ++report.unchanged;  // (as the last build left it, with the stat `known` gave it: nothing to compare)
             continue;
         }
@@ -604,37 +618,16 @@ bool Publisher::compare_live(Root& r, PublishReport& report, Diagnostics& diags,
 // The manifest of a root's new tree: its `fresh` files and its kept ones (marked on the live
 // records, which the scan listed in path order), merged in path order as manifest_of sorts.
 std::string Publisher::manifest_of_root(const Root& r) {
-    struct Row {
-        std::string_view path;
-        const std::string* hash;
-        unsigned mode;
-    };
-    std::vector<Row> fresh, kept;
+    std::vector<ManifestRow> fresh, kept, all;
     fresh.reserve(r.fresh.size());
-    size_t bytes = 80;
     for (const auto& [rel, want] : r.fresh)
-        if (rel != kManifestName) {
-            fresh.push_back({rel, &want.hash, want.mode});
-            bytes += want.hash.size() + rel.size() + 6;
-        }
-    std::sort(fresh.begin(), fresh.end(), [](const Row& a, const Row& b) { return a.path < b.path; });
+        if (rel != kManifestName) fresh.push_back({rel, &want.hash, want.mode});
+    std::sort(fresh.begin(), fresh.end());
     for (size_t i = 0; i < r.entries.size(); ++i)
-        if (const Root::Live* live = r.live_of[i]; live && live->kept && !live->in_fresh) {
-            kept.push_back({r.entries[i].path, &live->was->hash, live->was->mode});
-            bytes += live->was->hash.size() + r.entries[i].path.size() + 6;
-        }
-    std::string out = "# sitegen manifest v1: sha256, mode, path relative to this directory\n";
-    out.reserve(bytes);
-    const auto put = [&out](const Row& row) {
-        out += *row.hash;
-        out += row.mode == 0755u ? " 755 " : " 644 ";
-        out += row.path;
-        out += '\n';
-    };
-    size_t f = 0, k = 0;
-    while (f < fresh.size() || k < kept.size())
-        put(k == kept.size() || (f < fresh.size() && fresh[f].path < kept[k].path) ? fresh[f++] : kept[k++]);
-    return out;
+        if (Root::kept_as_is(r.live_of[i])) kept.push_back({r.entries[i].path, &r.live_of[i]->was->hash, r.live_of[i]->was->mode});
+    all.reserve(fresh.size() + kept.size());
+    std::merge(fresh.begin(), fresh.end(), kept.begin(), kept.end(), std::back_inserter(all));
+    return manifest_text_of(all);
 }
 
 bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
@@ -646,7 +639,10 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
     std::string error;
     const std::string& out = options_.out_dir;
     std::vector<Root*> to_swap;
-    std::map<std::string, std::string> manifests, manifest_hashes;  // (a hash for the journal, made beside)
+    struct NewManifest {
+        std::string text, hash;  // (the hash for the journal)
+    };
+    std::map<std::string, NewManifest> manifests;  // by root
     for (Root& r : state_) {
         const std::string& root = r.root;
         auto& fresh = r.fresh;
@@ -657,14 +653,13 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
         bool differs = false;
         // The manifest text is made beside the comparison (see compare_live).
         const bool beside = options_.threads && fresh.size() + r.entries.size() > 4096;
-        std::string& manifest = manifests[root];
-        std::string& manifest_hash = manifest_hashes[root];
+        NewManifest& manifest = manifests[root];
         run_beside(beside, [&] {
-                       manifest = manifest_of_root(r);
-                       if (!options_.dry_run) manifest_hash = sha256_hex(manifest);
+                       manifest.text = manifest_of_root(r);
+                       if (!options_.dry_run) manifest.hash = sha256_hex(manifest.text);
                    },
                    [&] { differs = compare_live(r, report, diags, live_manifest); });
-        if (live_manifest && r.old_text == manifests[root] && live_manifest->mode == 0644) {
+        if (live_manifest && r.old_text == manifest.text && live_manifest->mode == 0644) {
             own_manifest.present = true;
             report.manifest_stats[root] = stat_of(*live_manifest);
         } else if (live_manifest) {
@@ -736,7 +731,7 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
             if (!r->fresh_dirs.count(dir)) ok = ok && remove(dir);
         const std::string to = r->staged + "/" + kManifestName;
         r->touch(kManifestName);
-        ok = ok && fs_.write(to, manifests[r->root], false, error);
+        ok = ok && fs_.write(to, manifests[r->root].text, false, error);
         TreeEntry e;
         if (ok && fs_.entry(to, e)) report.manifest_stats[r->root] = stat_of(e);
         if (!ok) {
@@ -756,7 +751,7 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
         }
     // The journal makes the swaps one step: a crash after this line is rolled forward.
     std::string journal;
-    for (Root* r : to_swap) journal += manifest_hashes[r->root] + " " + r->root + "\n";
+    for (Root* r : to_swap) journal += manifests[r->root].hash + " " + r->root + "\n";
     if (!fs_.write(join(out, kJournalName), journal, false, error)) {
         discard();
         diags.error({}, "cannot write the publish journal (the previous tree is untouched): " + error);
