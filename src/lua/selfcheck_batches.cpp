@@ -11,6 +11,9 @@ namespace sitegen {
 
 namespace {
 constexpr size_t kMaxWaiting = 2;  // batches queued and not yet being checked
+// At finish, what is left is checked in two halves at once (the rendering is over: a core is
+// free), unless it is too few files to pay for a second child.
+constexpr size_t kSplitAtLeast = 64;
 }
 
 BatchedSelfCheck::BatchedSelfCheck(bool background, size_t batch)
@@ -28,22 +31,28 @@ BatchedSelfCheck::~BatchedSelfCheck() {
 void BatchedSelfCheck::add(OutputFile modulefile) {
     if (background_) paths_.push_back(modulefile.path);
     pending_.push_back(std::move(modulefile));
-    if (background_ && pending_.size() >= batch_size_) send_batch();
+    if (background_ && pending_.size() >= batch_size_) send_batch(pending_.size(), true, true);
 }
 
-void BatchedSelfCheck::send_batch() {
+void BatchedSelfCheck::send_batch(size_t files, bool wait, bool start_worker) {
     Batch b;
     b.first = paths_.size() - pending_.size();
-    b.files = std::move(pending_);
-    pending_ = {};
+    if (files >= pending_.size()) {
+        b.files = std::move(pending_);
+        pending_ = {};
+    } else {
+        const auto end = pending_.begin() + static_cast<std::ptrdiff_t>(files);
+        b.files.assign(std::make_move_iterator(pending_.begin()), std::make_move_iterator(end));
+        pending_.erase(pending_.begin(), end);
+    }
     {
         std::unique_lock<std::mutex> lock(m_);
-        cv_.wait(lock, [&] { return abandon_ || queue_.size() < kMaxWaiting; });
+        if (wait) cv_.wait(lock, [&] { return abandon_ || queue_.size() < kMaxWaiting; });
         if (abandon_) return;  // a batch's check failed: finish() says so
         queue_.push_back(std::move(b));
     }
     cv_.notify_all();
-    if (!worker_.joinable()) worker_ = std::thread([this] { work(); });
+    if (start_worker && !worker_.joinable()) worker_ = std::thread([this] { work(); });
 }
 
 void BatchedSelfCheck::work() {
@@ -81,12 +90,17 @@ void BatchedSelfCheck::finish(Diagnostics& diags) {
         pending_ = {};
         return;
     }
-    if (!pending_.empty()) send_batch();
+    // Every file is here now: the last ones are queued at once (no bound), in two halves when
+    // there are many, and this thread checks queued batches beside the worker (a build calls
+    // finish when its rendering is over, so a core is free), the worker started only for a half.
+    if (pending_.size() >= kSplitAtLeast) send_batch(pending_.size() / 2, false, true);
+    if (!pending_.empty()) send_batch(pending_.size(), false, false);
     {
         std::lock_guard<std::mutex> lock(m_);
         closing_ = true;
     }
     cv_.notify_all();
+    work();
     if (worker_.joinable()) worker_.join();
     if (error_) std::rethrow_exception(error_);
     // Each file's place among all files stably sorted by path; findings go in that order.

@@ -19,7 +19,8 @@ namespace sitegen {
 // on one background thread (or, when not `background`, all in finish(), in the calling
 // thread). finish() adds the findings to `diags` exactly as self_check_modulefiles would for
 // every file added, stably sorted by path: each file's findings depend on that file alone, so
-// the batches' findings are merged in that order. A few batches wait at most (add() blocks),
+// the batches' findings are merged in that order. finish() checks the last files in two halves
+// at once, one in the calling thread. A few batches wait at most (add() blocks),
 // so memory holds a few batches of modulefiles, not the site's. Each batch is one forked child,
 // and a fork of a big build (300 MB for 10,000 stacks) costs its page tables and then a copy of
 // every page the build writes while the child lives: 1024 a batch took a 10,000-stack build's
@@ -44,7 +45,9 @@ private:
         size_t file = 0;  // sequence number
         Diagnostic d;
     };
-    void send_batch();
+    // Queues the first `files` pending files (waiting for room when `wait`), starting the
+    // worker if it is not yet running and `start_worker`.
+    void send_batch(size_t files, bool wait, bool start_worker);
     void work();
 
     const bool background_;
