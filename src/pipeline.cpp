@@ -437,7 +437,8 @@ std::vector<std::vector<KeptFile>> kept_stacks(const Publisher& publisher, const
 // One stack's outputs: its plan is computed once, rendered by every format, then dropped,
 // so memory holds the outputs and a single plan, not every plan besides.
 void emit_stack(const Site& site, const Stack& stack, const PlanOptions& options, OutputList& all) {
-    const SitePlan plan{&site, options, {plan_stack(site, stack, options)}};
+    SitePlan plan{&site, {}};
+    plan.stacks.push_back(plan_stack(site, stack, options));  // (moved: a braced list would copy it)
     for (const Renderer& renderer : renderers()) {
         if (!renders_for(renderer, site)) continue;
         OutputList part = renderer.render(plan);

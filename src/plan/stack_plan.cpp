@@ -47,7 +47,7 @@ StackPlan plan_stack(const Site& site, const Stack& stack, const PlanOptions& op
 }
 
 SitePlan plan_site(const Site& site, const PlanOptions& options) {
-    SitePlan plan{&site, options, {}};
+    SitePlan plan{&site, {}};
     plan.stacks.reserve(site.stacks.size());
     for (const auto& stack : site.stacks) plan.stacks.push_back(plan_stack(site, stack, options));
     return plan;

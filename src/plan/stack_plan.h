@@ -173,10 +173,10 @@ struct StackPlan {
 };
 
 // Plans of some of a site's stacks (all of them, or one at a time): renderers write exactly
-// the outputs of the stacks it holds, so a site can be rendered stack by stack.
+// the outputs of the stacks it holds, so a site can be rendered stack by stack. (The options
+// are in the plans: a stack's plan holds the prefix and the hooks' additions it was made with.)
 struct SitePlan {
     const Site* site = nullptr;
-    PlanOptions options;
     std::vector<StackPlan> stacks;  // in site order
 };
 
