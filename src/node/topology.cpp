@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <span>
 #include <stdexcept>
 
 namespace sitegen {
@@ -33,9 +34,10 @@ std::string compress(const std::vector<int>& cores, char sep) {
 
 // The domain's cores from core_offset on (raw position, reserved ones counted), minus
 // reserved cores, at most cores_per_rank of them (0 = all).
-std::vector<int> usable_cores(const std::vector<int>& domain, const std::vector<int>& reserved,
+std::vector<int> usable_cores(std::span<const int> domain, const std::vector<int>& reserved,
                               const Binding& binding) {
     std::vector<int> cores;
+    cores.reserve(domain.size());
     for (size_t i = static_cast<size_t>(binding.core_offset); i < domain.size(); ++i) {
         if (binding.cores_per_rank > 0 && cores.size() == static_cast<size_t>(binding.cores_per_rank)) break;
         if (std::find(reserved.begin(), reserved.end(), domain[i]) == reserved.end()) cores.push_back(domain[i]);
@@ -82,6 +84,7 @@ std::optional<std::vector<std::vector<int>>> rank_cores(const Hardware& hw, cons
     }
     const size_t k = static_cast<size_t>(ranks_per_device);
     std::vector<std::vector<int>> ranks;
+    ranks.reserve(hw.device_cores.size() * k);
     for (size_t d = 0; d < hw.device_cores.size(); ++d) {
         const std::vector<int>& domain = hw.device_cores[d];
         if (domain.size() < k) {
@@ -92,8 +95,8 @@ std::optional<std::vector<std::vector<int>>> rank_cores(const Hardware& hw, cons
         for (size_t slot = 0; slot < k; ++slot) {
             const size_t r = d * k + slot;
             // Slot boundaries at i * n / k: sizes differ by at most one core.
-            std::vector<int> part(domain.begin() + static_cast<long>(slot * domain.size() / k),
-                                  domain.begin() + static_cast<long>((slot + 1) * domain.size() / k));
+            const std::span<const int> part(domain.data() + slot * domain.size() / k,
+                                            domain.data() + (slot + 1) * domain.size() / k);
             std::vector<int> cores = usable_cores(part, hw.reserved_cores, binding);
             const size_t needed = static_cast<size_t>(std::max(1, binding.cores_per_rank));
             if (cores.size() < needed) {

@@ -38,22 +38,29 @@ const char* lua_test(PathTest test) {
 
 std::string lua_value(const ModuleValue& value) {
     std::string out;
-    for (size_t i = 0; i < value.size(); ++i) out += (i ? " .. " : "") + lua_piece(value[i]);
+    for (size_t i = 0; i < value.size(); ++i) {
+        if (i) out += " .. ";
+        out += lua_piece(value[i]);
+    }
     return out;
 }
 
 void LuaStatements::comment(const std::string& text) {
-    std::string l = "-- ";
-    for (unsigned char c : text) l += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
-    line(l);
+    out_ += "-- ";
+    for (unsigned char c : text) out_ += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
+    out_ += '\n';
 }
 
 void LuaStatements::blank() { out_ += "\n"; }
 
 void LuaStatements::call(const std::string& fn, const std::vector<std::string>& lua_args) {
-    std::string l = fn + "(";
-    for (size_t i = 0; i < lua_args.size(); ++i) l += (i ? ", " : "") + lua_args[i];
-    line(l + ")");
+    out_ += fn;
+    out_ += '(';
+    for (size_t i = 0; i < lua_args.size(); ++i) {
+        if (i) out_ += ", ";
+        out_ += lua_args[i];
+    }
+    out_ += ")\n";
 }
 
 void LuaStatements::local(const std::string& name, const std::string& lua_expr) {

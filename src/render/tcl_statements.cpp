@@ -56,9 +56,12 @@ void TclStatements::comment(const std::string& text) { line(tcl_comment(text)); 
 void TclStatements::blank() { out_ += "\n"; }
 
 void TclStatements::call(const std::string& cmd, const std::vector<std::string>& tcl_words) {
-    std::string l = cmd;
-    for (const auto& w : tcl_words) l += " " + w;
-    line(l);
+    out_ += cmd;
+    for (const auto& w : tcl_words) {
+        out_ += ' ';
+        out_ += w;
+    }
+    out_ += '\n';
 }
 
 void TclStatements::op(const ModuleOp& op) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "plan/stack_plan.h"
@@ -22,7 +23,10 @@ public:
     const std::string& text() const { return out_; }
 
 private:
-    void line(const std::string& text) { out_ += text + "\n"; }
+    void line(std::string_view text) {  // (appended in place: no temporary per line)
+        out_ += text;
+        out_ += '\n';
+    }
     void driver_gate(const DriverGateCheck& gate);
     std::string out_;
 };
