@@ -540,6 +540,11 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const B
     const unsigned threads = render_threads();
     BatchedSelfCheck self_check(threads > 1);  // what the self-check runs
     const size_t twice_before = publisher.added_twice().size();
+    // The last stack to render: once it is delivered, the self-check need not wait for the
+    // kept stacks after it (a one-stack rebuild hands over ~2,000 kept ones meanwhile).
+    size_t last_rendered = l.site.stacks.size();
+    for (size_t i = 0; i < p.kept.size(); ++i)
+        if (p.kept[i].empty()) last_rendered = i;
     try {
         StackSteps steps;
         steps.wanted = [&](size_t i) { return p.kept[i].empty(); };
@@ -575,6 +580,7 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const B
                 // mode); kept outputs passed it when they were rendered.
                 if (is_self_checked(f.path)) self_check.add(std::move(f));
             }
+            if (i == last_rendered && i + 1 < l.site.stacks.size()) self_check.flush();
         };
         render_stacks(l.site.stacks.size(), threads, steps);
     } catch (const std::exception& e) {

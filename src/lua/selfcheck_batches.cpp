@@ -83,6 +83,12 @@ void BatchedSelfCheck::work() {
     }
 }
 
+void BatchedSelfCheck::flush() {
+    if (!background_ || pending_.empty()) return;
+    if (pending_.size() >= kSplitAtLeast) send_batch(pending_.size() / 2, true, true);
+    send_batch(pending_.size(), true, true);
+}
+
 void BatchedSelfCheck::finish(Diagnostics& diags) {
     if (!background_) {  // all files at once, as before batching
         std::stable_sort(pending_.begin(), pending_.end(), [](const OutputFile& a, const OutputFile& b) { return a.path < b.path; });

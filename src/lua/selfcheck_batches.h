@@ -34,6 +34,9 @@ public:
     BatchedSelfCheck& operator=(const BatchedSelfCheck&) = delete;
 
     void add(OutputFile modulefile);
+    // Starts checking the files added so far now, not at the next full batch or finish: the
+    // caller has no more to add for a while (background only; finish() still waits for them).
+    void flush();
     void finish(Diagnostics& diags);
 
 private:

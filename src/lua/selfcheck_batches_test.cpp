@@ -78,3 +78,22 @@ TEST_CASE("each file's self-check findings are reported with its index", "[lua][
     CHECK(self_check_each(files, [&](size_t i, Diagnostic) { at.push_back(i); }) == files.size());
     CHECK(at == std::vector<size_t>{1, 3});
 }
+
+TEST_CASE("a batched self-check flushed early gives the findings of one check of all files", "[lua][selfcheck]") {
+    const OutputList files = modulefiles();
+    OutputList sorted = files;
+    std::stable_sort(sorted.begin(), sorted.end(), [](const OutputFile& a, const OutputFile& b) { return a.path < b.path; });
+    Diagnostics expected;
+    self_check_modulefiles(sorted, expected);
+    for (size_t flush_at : {size_t{1}, size_t{40}, size_t{200}, files.size()}) {
+        INFO("flushed after " << flush_at << " files");
+        Diagnostics got;
+        BatchedSelfCheck check(true, 256);
+        for (size_t i = 0; i < files.size(); ++i) {
+            check.add(files[i]);
+            if (i + 1 == flush_at) check.flush();
+        }
+        check.finish(got);
+        CHECK(shown(got) == shown(expected));
+    }
+}
