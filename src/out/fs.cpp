@@ -207,7 +207,8 @@ public:
         const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) return out;
         scan_into(fd, "", out, stat_files);
-        std::sort(out.begin(), out.end(), [](const TreeEntry& a, const TreeEntry& b) { return a.path < b.path; });
+        if (stat_files)  // (a spare's 30,000 entries sorted took 7 ms of a one-stack rebuild)
+            std::sort(out.begin(), out.end(), [](const TreeEntry& a, const TreeEntry& b) { return a.path < b.path; });
         return out;
     }
 

@@ -59,8 +59,9 @@ public:
     virtual std::vector<std::string> list_files(const std::string& dir) = 0;
     // Everything under `dir` (files, directories, symlinks, FIFOs, ...), relative, sorted,
     // without following symlinks; `dir` itself is not listed. Empty if `dir` is not a directory
-    // (or is a symlink). With `stat_files` false, a regular file's entry may hold only its
-    // path, type and inode (size, mtime and mode 0): what publish needs of its spare.
+    // (or is a symlink). With `stat_files` false, what publish needs of its spare, which it
+    // only looks up by path: a regular file's entry may hold only its path, type and inode
+    // (size, mtime and mode 0), and the entries may come in any order.
     virtual std::vector<TreeEntry> scan(const std::string& dir, bool stat_files = true) = 0;
     // The type and mode of `path` itself (not following a final symlink); false if absent.
     virtual bool entry(const std::string& path, TreeEntry& out) = 0;

@@ -139,7 +139,7 @@ TEST_CASE("scan lists a tree as it is: links and FIFOs as such, modes, nothing f
     CHECK(disk->scan(dir.file("t/link")).empty());  // a link to a directory is not a directory
 }
 
-TEST_CASE("a scan without file stats lists the same tree, each file with its inode", "[fs]") {
+TEST_CASE("a scan without file stats lists the same tree, each file with its inode, in any order", "[fs]") {
     TempDir dir("fs-names");
     dir.write("t/a/b/file", "x");
     dir.write("t/a/other", "yy");
@@ -149,7 +149,8 @@ TEST_CASE("a scan without file stats lists the same tree, each file with its ino
     ::chmod(dir.file("t/a/b").c_str(), 0700);
     auto disk = make_disk_fs();
     const auto full = disk->scan(dir.file("t"));
-    const auto names = disk->scan(dir.file("t"), false);
+    auto names = disk->scan(dir.file("t"), false);  // (in any order)
+    std::sort(names.begin(), names.end(), [](const TreeEntry& a, const TreeEntry& b) { return a.path < b.path; });
     REQUIRE(full.size() == 7);
     REQUIRE(names.size() == full.size());
     for (size_t i = 0; i < full.size(); ++i) {
@@ -168,15 +169,18 @@ TEST_CASE("a scan lists the tree in the order of its full paths, a directory's c
     for (const char* f : {"t/a/c", "t/a/b/x", "t/a-b", "t/a.c", "t/a b", "t/a!", "t/a0", "t/aA/z", "t/b", "t/a-/q"})
         dir.write(f, "x");
     auto disk = make_disk_fs();
-    for (const bool stat_files : {true, false}) {
-        const auto entries = disk->scan(dir.file("t"), stat_files);
-        std::vector<std::string> paths, sorted;
-        for (const auto& e : entries) paths.push_back(e.path);
-        sorted = paths;
-        std::sort(sorted.begin(), sorted.end());
-        CHECK(paths == sorted);
-        CHECK(paths.size() == 14);  // 10 files and the directories a, a/b, aA, a-
-    }
+    const auto entries = disk->scan(dir.file("t"));
+    std::vector<std::string> paths, sorted;
+    for (const auto& e : entries) paths.push_back(e.path);
+    sorted = paths;
+    std::sort(sorted.begin(), sorted.end());
+    CHECK(paths == sorted);
+    CHECK(paths.size() == 14);  // 10 files and the directories a, a/b, aA, a-
+    // Without file stats (a spare's scan) the same entries, in any order.
+    std::vector<std::string> names;
+    for (const auto& e : disk->scan(dir.file("t"), false)) names.push_back(e.path);
+    std::sort(names.begin(), names.end());
+    CHECK(names == sorted);
 }
 
 TEST_CASE("directories are made 0755 whatever the umask, and removal gets through locked ones", "[fs]") {
