@@ -168,7 +168,7 @@ broken() {
     >"$dir/sites/b/hooks/h.lua"
   (cd "$dir" && "$sitegen" build b >"$dir/out" 2>"$dir/err") || rc=$?
   check_eq "$name: exit code" 1 "$rc"
-  if [[ -n $or_expected ]] && grep -F "sites/b/hooks/h.lua:3: error: hook failed: $or_expected" "$dir/err" | grep -qF "[hook bad]"; then
+  if [[ -n $or_expected ]] && grep -F "sites/b/hooks/h.lua:3: error: hook failed: $or_expected" "$dir/err" | grep -F "[hook bad]" >/dev/null; then
     pass
   else
     check_contains "$name: at its line" "sites/b/hooks/h.lua:3: error: hook failed: $expected [hook bad]" "$(cat "$dir/err")"

@@ -78,7 +78,7 @@ for dir in "$sites"/*/; do
     # Multi-node settings never reach the module.
     while IFS= read -r line; do
       name=${line%%=*}
-      if printf '%s\n' "$shown" | grep -q "^setenv(\"$name\","; then fail "$site $module: the module sets run-time $name"; else pass; fi
+      if grep -q "^setenv(\"$name\"," <<<"$shown"; then fail "$site $module: the module sets run-time $name"; else pass; fi
     done < <(printf '%s\n' "$explained" | grep 'multi-node)$' | grep -v '^$' || true)
     # The acceptance job's --direct list (one node): explain's non-stack settings but multi-node.
     expect_direct=$(printf '%s\n' "$explained" | grep -v -e 'multi-node)$' -e '  stacks\.[0-9]*\.env' | unquote || true)
@@ -198,7 +198,9 @@ for site in aurora cirrus frontier frontier-ofi local perlmutter polaris tuolumn
       while IFS= read -r line; do
         name=${line%%=*}
         value=$(printf '%s\n' "$envs" | sed -n "s/^$name=//p" | head -n 1)
-        printf '%s\n' "$envs" | grep -q "^$name=" || value="<unset>"
+        # (a here-string, not a pipe: grep -q may close a pipe before the writer is done, and
+        # under pipefail its SIGPIPE reads as "no match")
+        grep -q "^$name=" <<<"$envs" || value="<unset>"
         got+="$name=$value"$'\n'
       done < <(printf '%s\n' "$want" | grep .)
       check_eq "$site $module: the wrapper on $nodes node(s) exports explain's $scope-node settings" "$want" "${got%$'\n'}"
