@@ -916,6 +916,9 @@ size_t self_check_each(const OutputList& files, const std::function<void(size_t,
         // Finished before the last file was done: the check could not go on (its finding is sent).
         if (end.kind == RunEnd::Kind::finished) return next < modulefiles.size() ? index[running ? step : next] : files.size();
         const size_t at = running ? step : next;
+        // Every file was checked and reported before the child died (on its way out, or killed
+        // right after its last message): no file's findings are missing.
+        if (at >= modulefiles.size()) return files.size();
         const std::string& path = modulefiles[at]->path;
         Diagnostic d;
         d.where = {end.file.empty() ? path : end.file, end.file.empty() ? 0 : end.line, 0};
