@@ -562,14 +562,8 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const B
                 }
                 p.kept[i] = {};
                 // Its state lines are the last state's: the same files (reusable keeps all of
-                // them, in order), each with the stat that state gave it (as_last_built); a line
-                // per file, or the span is not what it seems (a state edited by hand).
-                if (const auto old = last.stacks.find(id); old != last.stacks.end() && old->second.lines_size &&
-                                                           old->second.lines_at + old->second.lines_size <= last.text.size()) {
-                    const auto lines = std::string_view(last.text).substr(old->second.lines_at, old->second.lines_size);
-                    if (static_cast<size_t>(std::count(lines.begin(), lines.end(), '\n')) == record.files.size())
-                        record.same_lines = lines;
-                }
+                // them, in order), each with the stat that state gave it (as_last_built).
+                record.same_lines = last.file_lines(id, record.files.size());
                 return;
             }
             for (size_t j = 0; j < rendered->files.size(); ++j) {

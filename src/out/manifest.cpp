@@ -293,6 +293,13 @@ bool parse_state(std::string&& text, BuildState& state) {
     return true;
 }
 
+std::string_view BuildState::file_lines(const std::string& id, size_t files) const {
+    const auto it = stacks.find(id);
+    if (it == stacks.end() || !it->second.lines_size || it->second.lines_at + it->second.lines_size > text.size()) return {};
+    const auto lines = std::string_view(text).substr(it->second.lines_at, it->second.lines_size);
+    return static_cast<size_t>(std::count(lines.begin(), lines.end(), '\n')) == files ? lines : std::string_view();
+}
+
 std::string state_path(const std::string& dir, const std::string& site_name) { return dir + "/" + site_name; }
 
 std::string site_wide_text(const Site& site) {

@@ -64,6 +64,9 @@ struct BuildState {
     std::map<std::string, StackRecord> stacks;     // by module full name (name/version)
     std::unordered_map<std::string, FileStat> files;  // every output, relative to the out dir
     std::string text;  // the text it was read from, when parse_state was given it to keep
+    // The file lines of stack `id` as read (a view into `text`), when they are `files` lines;
+    // empty otherwise (not read with its text, no such stack, or a state edited by hand).
+    std::string_view file_lines(const std::string& id, size_t files) const;
 };
 // The state as text, or "" when it cannot be written as text (a path or name with a newline,
 // a stack file without its stat): the caller removes the old state instead. (`threads`: a big

@@ -46,11 +46,14 @@ TEST_CASE("a kept stack's state lines are the last state's, copied as they were 
     const auto& a = last.stacks.at("A/1");
     CHECK(last.text.substr(a.lines_at, a.lines_size) ==
           "file 1 2 3 420 modules-out/s/a/1.lua\nfile 4 5 6 493 modules-out/s/a/1/run\n");
+    CHECK(last.file_lines("A/1", 2) == last.text.substr(a.lines_at, a.lines_size));
+    CHECK(last.file_lines("A/1", 3).empty());  // (not a line per file: not what it seems)
+    CHECK(last.file_lines("C/3", 0).empty());
     // The next state: A kept (its lines copied, its files' stats not given), B rebuilt.
     BuildState next;
     next.manifests = state.manifests;
     next.stacks["A/1"] = {std::string(64, 'a'), false, a.files};
-    next.stacks["A/1"].same_lines = std::string_view(last.text).substr(a.lines_at, a.lines_size);
+    next.stacks["A/1"].same_lines = last.file_lines("A/1", a.files.size());
     next.stacks["B/2"] = {std::string(64, 'c'), true, {"modules-out/s/b/2.lua"}};
     next.files["modules-out/s/b/2.lua"] = {10, 11, 12, 0644};
     const std::string written = state_text(next);
