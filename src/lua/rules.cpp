@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
+#include <thread>
 
 #include "lua/supervisor.h"
 #include "out/fs.h"
@@ -294,12 +296,12 @@ void run_file_in_child(const Site& site, const std::shared_ptr<const LuaValue>& 
     }
 }
 
-// The child: every rule file from `start` on, findings and progress sent as messages.
+// The child: every rule file from `start` up to `end`, findings and progress sent as messages.
 void run_files_in_child(const Site& site, const std::shared_ptr<const LuaValue>& tree,
-                        const std::vector<std::string>& files, const Progress& start,
+                        const std::vector<std::string>& files, size_t end, const Progress& start,
                         const SandboxLimits& limits, Outbox& out) {
     auto seen = start.seen;
-    for (size_t f = start.file; f < files.size(); ++f) {
+    for (size_t f = start.file; f < end; ++f) {
         send_step(out, f, -1);
         try {
             run_file_in_child(site, tree, files[f], f, f == start.file ? start.rule : 0, seen, limits, out);
@@ -387,17 +389,22 @@ std::vector<std::string> rule_files(const std::vector<std::string>& dirs, Diagno
     return out;
 }
 
-void run_rule_files(const Site& site, const std::vector<std::string>& files, Diagnostics& diags,
-                    const SandboxLimits& limits) {
-    if (files.empty()) return;
+namespace {
+
+// Runs files [begin, end) as run_rule_files does, children after children until every file
+// ran; `seen` gets the names of the rules run, with their files.
+void run_rule_range(const Site& site, const std::vector<std::string>& files, size_t begin, size_t end,
+                    Diagnostics& diags, const SandboxLimits& limits,
+                    std::vector<std::pair<std::string, std::string>>& seen) {
     // The site's view, shared by every file's sandbox, is made where the rules run: in the
     // supervised child, the parent neither builds nor frees it (in process: once).
     std::shared_ptr<const LuaValue> tree;
     Progress progress;
+    progress.file = begin;
     const auto body = [&](Outbox& out) {
         const Progress start = progress;  // (in process, messages update `progress` meanwhile)
         if (!tree) tree = std::make_shared<const LuaValue>(site_to_lua(site));
-        run_files_in_child(site, tree, files, start, limits, out);
+        run_files_in_child(site, tree, files, end, start, limits, out);
     };
     const auto on_message = [&](std::string_view bytes) {
         MessageReader m(bytes);
@@ -411,21 +418,76 @@ void run_rule_files(const Site& site, const std::vector<std::string>& files, Dia
             progress.seen.emplace_back(std::move(name), std::move(file));
         }
     };
-    while (progress.file < files.size()) {
-        const RunEnd end = run_supervised(body, on_message);
-        if (end.kind == RunEnd::Kind::finished) break;
-        after_abnormal_end(progress, files.size(), [&](size_t f, long rule, const std::string& name, bool running) {
+    while (progress.file < end) {
+        const RunEnd run_end = run_supervised(body, on_message);
+        if (run_end.kind == RunEnd::Kind::finished) break;
+        after_abnormal_end(progress, end, [&](size_t f, long rule, const std::string& name, bool running) {
             // At the untrusted code's last position when known, else at the file (or rule).
-            const bool here = !end.file.empty();
-            const std::string file = here ? end.file : shown_path(files[f]);
+            const bool here = !run_end.file.empty();
+            const std::string file = here ? run_end.file : shown_path(files[f]);
             if (!running)
-                diags.error({shown_path(files[f]), 0, 0}, "rules could not run: " + end.why);
+                diags.error({shown_path(files[f]), 0, 0}, "rules could not run: " + run_end.why);
             else if (rule < 0)
-                diags.error({file, here ? end.line : 0, 0}, "rule file failed to load: " + end.why);
+                diags.error({file, here ? run_end.line : 0, 0}, "rule file failed to load: " + run_end.why);
             else
-                diags.error({file, here ? end.line : progress.step_line, 0}, "rule failed: " + end.why + " [rule " + name + "]");
+                diags.error({file, here ? run_end.line : progress.step_line, 0}, "rule failed: " + run_end.why + " [rule " + name + "]");
         });
     }
+    seen = std::move(progress.seen);
+}
+
+// True when a rule name was run in two groups: run one after the other, the second would
+// have been refused as a duplicate instead.
+bool names_repeat(const std::vector<std::vector<std::pair<std::string, std::string>>>& seen) {
+    std::vector<std::string_view> names;
+    for (const auto& group : seen)
+        for (const auto& s : group) names.push_back(s.first);
+    std::sort(names.begin(), names.end());
+    return std::adjacent_find(names.begin(), names.end()) != names.end();
+}
+
+}  // namespace
+
+size_t rule_groups(size_t files) {
+    if (files < 2 || lua_isolation() == LuaIsolation::in_process || supervised_page()) return 1;
+    return std::min<size_t>(files, std::max(1u, std::thread::hardware_concurrency()));
+}
+
+void run_rule_files(const Site& site, const std::vector<std::string>& files, Diagnostics& diags,
+                    const SandboxLimits& limits, size_t groups) {
+    if (files.empty()) return;
+    std::vector<std::pair<std::string, std::string>> seen;
+    groups = std::min(groups == 0 ? rule_groups(files.size()) : groups, files.size());
+    if (groups > 1) {
+        // Consecutive files per group, each group in its own child on its own core: their
+        // findings joined in group order are the findings of one run over all the files.
+        std::vector<Diagnostics> found(groups, Diagnostics(diags.cap()));
+        std::vector<std::vector<std::pair<std::string, std::string>>> names(groups);
+        std::vector<std::exception_ptr> failed(groups);
+        {
+            std::vector<std::thread> threads;
+            threads.reserve(groups);
+            for (size_t g = 0; g < groups; ++g)
+                threads.emplace_back([&, g] {
+                    try {
+                        run_rule_range(site, files, files.size() * g / groups, files.size() * (g + 1) / groups,
+                                       found[g], limits, names[g]);
+                    } catch (...) {
+                        failed[g] = std::current_exception();
+                    }
+                });
+            for (auto& t : threads) t.join();
+        }
+        for (const auto& e : failed)
+            if (e) std::rethrow_exception(e);
+        if (!names_repeat(names)) {
+            for (const auto& d : found) diags.append(d);
+            return;
+        }
+        // A rule name defined in two files of different groups: run them in order, so the
+        // second is reported where it is defined and not run.
+    }
+    run_rule_range(site, files, 0, files.size(), diags, limits, seen);
 }
 
 void run_rules(const Site& site, const std::vector<std::string>& rule_dirs, Diagnostics& diags) {

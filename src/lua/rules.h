@@ -42,10 +42,16 @@ std::string default_rules_dir();
 // does not exist is reported to `diags` when given.
 std::vector<std::string> rule_files(const std::vector<std::string>& dirs, Diagnostics* diags = nullptr);
 
+// How many children run_rule_files starts at once for `files` rule files: one per core, at
+// most one per file (one when the rules run in process, or in a supervised child already).
+size_t rule_groups(size_t files);
+
 // Runs exactly these rule files against `site` (what run_rules does after collecting them),
 // each call under `limits` (tests lengthen the wall limit where only memory should stop a rule).
+// The files run in `groups` children at once (0: rule_groups()); the findings are those of
+// one run over the files in order.
 void run_rule_files(const Site& site, const std::vector<std::string>& files, Diagnostics& diags,
-                    const SandboxLimits& limits = {});
+                    const SandboxLimits& limits = {}, size_t groups = 0);
 
 // Shared with the site's hooks (lua/hooks.h), which are read like rule files:
 // the path as users should see it (relative to the working directory when inside it),

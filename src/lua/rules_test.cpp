@@ -109,9 +109,9 @@ std::string line_of(const Diagnostic& d) {
            names[static_cast<int>(d.severity)] + ": " + d.message;
 }
 
-std::vector<std::string> run_files(const Site& s, const std::vector<std::string>& files) {
+std::vector<std::string> run_files(const Site& s, const std::vector<std::string>& files, size_t groups = 0) {
     Diagnostics diags(1000);
-    run_rule_files(s, files, diags);
+    run_rule_files(s, files, diags, {}, groups);
     std::vector<std::string> out;
     for (const auto& d : diags.all()) out.push_back(line_of(d));
     return out;
@@ -511,6 +511,45 @@ TEST_CASE("rule files run sorted by file name across directories, and names are 
     CHECK(std::any_of(listed.begin(), listed.end(), [](const RuleInfo& r) {
         return r.name == "second" && r.description == "second";
     }));
+}
+
+TEST_CASE("rule files in groups of children give the findings of one run over them in order", "[lua][rules]") {
+    Site s = good_site();
+    s.collectives.env.push_back({"NCCL_DEBUG", "INFO"});
+    s.stacks.at(0).env.push_back({"NCCL_DEBUG", "WARN"});  // env-conflicts finds it
+    TempDir dir("rules-test");
+    std::vector<std::string> files = rule_files({default_rules_dir()});
+    files.push_back(dir.write("a-syntax.lua", "-- broken\nrule { name = 's' check = 1 }\n"));
+    files.push_back(dir.write("b-report.lua", "-- report\nrule { name = 'r', check = function(site)\n"
+                                              "  warn_at(site.hardware.nics, 'hello')\nend }\n"));
+    // Killed at its wall limit: its group's next child goes on with the rule after it.
+    files.push_back(dir.write("c-killed.lua", "-- killed\nrule { name = 'k', check = function(site)\n"
+                                              "  local x = ('a'):rep(40):find(('a*'):rep(12) .. 'b')\nend }\n"
+                                              "rule { name = 'k-after', check = function(site) warn_at('site', 'after') end }\n"));
+    files.push_back(dir.write("d-empty.lua", "-- nothing\nlocal x = 1\n"));
+    const Lines one = run_files(s, files, 1);
+    for (const auto& l : one) UNSCOPED_INFO(l);
+    REQUIRE(one.size() == 6);
+    CHECK_THAT(one[0], Catch::Matchers::Contains("is 'WARN' here but 'INFO' in collectives.env"));
+    CHECK_THAT(one[3], Catch::Matchers::Contains("time limit exceeded") && Catch::Matchers::EndsWith("[rule k]"));
+    CHECK(one[4] == expect(s, "site", "k-after", "after", "warning"));
+    CHECK_THAT(one[5], Catch::Matchers::Contains("rule file defines no rules"));
+    for (size_t groups : {size_t{2}, size_t{3}, files.size()}) {
+        INFO(groups << " groups");
+        CHECK(run_files(s, files, groups) == one);
+    }
+
+    // A rule name defined again in a later file: one run reports the second where it is and
+    // does not run it, whichever groups the two files fell in.
+    files.push_back(dir.write("e-again.lua", "-- again\nrule { name = 'r', check = function(site) error_at('site', 'x') end }\n"));
+    const Lines again = run_files(s, files, 1);
+    REQUIRE(again.size() == 7);
+    CHECK(again[6] == dir.path.string() + "/e-again.lua:2:0: error: rule 'r' is already defined in " +
+                          dir.path.string() + "/b-report.lua");
+    for (size_t groups : {size_t{2}, files.size()}) {
+        INFO(groups << " groups");
+        CHECK(run_files(s, files, groups) == again);
+    }
 }
 
 TEST_CASE("a site's own rules directory is picked up next to its site.toml", "[lua][rules]") {
