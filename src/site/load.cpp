@@ -7,6 +7,7 @@
 #include <toml++/toml.h>
 
 #include "site/fields.h"
+#include "site/toml_pieces.h"
 #include "site/toml_reader.h"
 #include "node/topology.h"
 
@@ -314,7 +315,8 @@ void Loader::apply_file(const std::string& path, const std::string& text, const 
                                       std::to_string(kMaxSiteFileBytes) + " bytes");
         return;
     }
-    if (const auto deep = find_over_deep_key(text, kMaxDottedKeyDepth)) {  // toml++ would overflow the stack
+    const TomlOutline outline = outline_toml(text, kMaxDottedKeyDepth);
+    if (const auto& deep = outline.too_deep) {  // toml++ would overflow the stack
         diags.error({path, deep->line, deep->column},
                     "dotted keys and table headers nest tables more than " + std::to_string(kMaxDottedKeyDepth) +
                         " deep");
@@ -322,7 +324,7 @@ void Loader::apply_file(const std::string& path, const std::string& text, const 
     }
     toml::table root;
     try {
-        root = toml::parse(std::string_view(text), std::string_view(path));
+        root = parse_in_pieces(text, path, outline);
     } catch (const toml::parse_error& e) {
         diags.error(region_of(e.source()), std::string(e.description()));
         return;

@@ -244,7 +244,8 @@ namespace {
 // pairs, arrays and inline tables. Invalid text is skipped forward (toml++ reports it).
 class KeyDepthScanner {
 public:
-    KeyDepthScanner(std::string_view text, int limit) : text_(text), limit_(limit) {}
+    KeyDepthScanner(std::string_view text, int limit, std::vector<TomlHeader>* headers = nullptr)
+        : text_(text), limit_(limit), headers_(headers) {}
     std::optional<size_t> run();  // byte offset of the first part beyond the limit
 
 private:
@@ -275,8 +276,12 @@ private:
     void value();
     void after_value();
 
+    // The first key part of a header whose key starts at `at`: bare, or "" (quoted).
+    TomlHeader header_at(size_t line, bool array, size_t at) const;
+
     std::string_view text_;
     int limit_;
+    std::vector<TomlHeader>* headers_;
     size_t pos_ = 0;
     Mode mode_ = Mode::line;
     int header_depth_ = 0;
@@ -322,13 +327,30 @@ bool KeyDepthScanner::scan_key(int base, bool is_header, int& tables) {
 
 // Start of a top-level line: blank, comment, [table] / [[array]] header or key = value.
 void KeyDepthScanner::line() {
+    const size_t start = pos_;  // (each call starts where a line does: see the modes' ends)
     skip_blanks();
     if (peek() == '\n') { ++pos_; return; }
     if (peek() == '#') { skip_comment(); return; }
     if (peek() != '[') { mode_ = Mode::key; return; }
-    pos_ += starts_with("[[") ? 2 : 1;
+    const bool array = starts_with("[[");
+    pos_ += array ? 2 : 1;
+    const size_t key = pos_;
     if (!scan_key(0, true, header_depth_)) { too_deep_ = true; return; }
+    if (headers_) headers_->push_back(header_at(start, array, key));
     skip_comment();  // the closing bracket(s) and an optional comment
+}
+
+TomlHeader KeyDepthScanner::header_at(size_t line, bool array, size_t at) const {
+    TomlHeader h;
+    h.offset = line;
+    h.array = array;
+    while (at < text_.size() && (text_[at] == ' ' || text_[at] == '\t')) ++at;
+    size_t end = at;
+    while (end < text_.size() && is_bare_key_char(text_[end])) ++end;
+    h.first = text_.substr(at, end - at);
+    while (end < text_.size() && (text_[end] == ' ' || text_[end] == '\t')) ++end;
+    h.dotted = end < text_.size() && text_[end] == '.';
+    return h;
 }
 
 void KeyDepthScanner::key() {
@@ -400,11 +422,11 @@ std::optional<size_t> KeyDepthScanner::run() {
 
 }  // namespace
 
-std::optional<OverDeepKey> find_over_deep_key(std::string_view text, int limit) {
-    const auto offset = KeyDepthScanner(text, limit).run();
-    if (!offset) return std::nullopt;
+namespace {
+
+OverDeepKey position_of(std::string_view text, size_t offset) {
     OverDeepKey at{1, 1};
-    for (size_t i = 0; i < *offset; ++i) {
+    for (size_t i = 0; i < offset; ++i) {
         if (text[i] == '\n') {
             ++at.line;
             at.column = 1;
@@ -413,6 +435,23 @@ std::optional<OverDeepKey> find_over_deep_key(std::string_view text, int limit) 
         }
     }
     return at;
+}
+
+}  // namespace
+
+std::optional<OverDeepKey> find_over_deep_key(std::string_view text, int limit) {
+    const auto offset = KeyDepthScanner(text, limit).run();
+    if (!offset) return std::nullopt;
+    return position_of(text, *offset);
+}
+
+TomlOutline outline_toml(std::string_view text, int limit) {
+    TomlOutline out;
+    if (const auto offset = KeyDepthScanner(text, limit, &out.headers).run()) {
+        out.too_deep = position_of(text, *offset);
+        out.headers.clear();
+    }
+    return out;
 }
 
 }  // namespace sitegen

@@ -96,4 +96,20 @@ struct OverDeepKey {
 };
 std::optional<OverDeepKey> find_over_deep_key(std::string_view text, int limit);
 
+// A top-level `[table]` or `[[array]]` header: the offset of its line, and its first key
+// part when that part is a bare key ("" when quoted), with whether more parts follow.
+struct TomlHeader {
+    size_t offset = 0;
+    bool array = false;
+    std::string_view first;
+    bool dotted = false;
+};
+// find_over_deep_key's pass, also listing the top-level headers (toml_pieces.h splits at
+// them); `headers` is complete only when no key is too deep.
+struct TomlOutline {
+    std::optional<OverDeepKey> too_deep;
+    std::vector<TomlHeader> headers;
+};
+TomlOutline outline_toml(std::string_view text, int limit);
+
 }  // namespace sitegen

@@ -1,4 +1,5 @@
-// libFuzzer target: arbitrary bytes as a site file -> load -> check -> the built-in Lua rules
+// libFuzzer target: arbitrary bytes as a site file -> parsed whole and in pieces (the same
+// table or the same error) -> load -> check -> the built-in Lua rules
 // -> every emitter -> the self-check of the generated modulefiles -> rendering every finding
 // (with excerpts of the input) -> publishing into memory, twice (the second must change
 // nothing). Any crash, hang, sanitizer report or escaped exception is a bug.
@@ -15,6 +16,7 @@
 #include "render/emit.h"
 #include "site/check.h"
 #include "site/load.h"
+#include "site/toml_pieces.h"
 
 namespace {
 
@@ -26,6 +28,26 @@ const bool in_process = [] {
     return true;
 }();
 
+// toml++'s table or first error (message and position).
+template <typename Parse>
+std::pair<toml::table, std::string> outcome(Parse parse) {
+    try {
+        return {parse(), ""};
+    } catch (const toml::parse_error& e) {
+        return {toml::table{}, std::string(e.description()) + "@" + std::to_string(e.source().begin.line) + ":" +
+                                   std::to_string(e.source().begin.column)};
+    }
+}
+
+// The site file in pieces as small as they go gives what one parse gives.
+void check_pieces(const std::string& text) {
+    const sitegen::TomlOutline outline = sitegen::outline_toml(text, sitegen::kMaxDottedKeyDepth);
+    if (outline.too_deep) return;  // (never parsed)
+    const auto whole = outcome([&] { return toml::parse(text, std::string_view("f")); });
+    const auto pieces = outcome([&] { return sitegen::parse_in_pieces(text, "f", outline, {0, 1, 2}); });
+    if (whole.second != pieces.second || !(whole.first == pieces.first)) std::abort();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -35,6 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // A fragment the input may extend, so the extends path is exercised too.
     fs.files["sites/shared/frag.toml"] = {"[hardware]\nnics = [\"hsn0\"]\n", false};
     const std::string text(reinterpret_cast<const char*>(data), size);
+    check_pieces(text);
     fs.files["sites/fuzz/site.toml"] = {text, false};
     Site site;
     Diagnostics diags;

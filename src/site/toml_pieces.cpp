@@ -1,0 +1,96 @@
+// toml_pieces: a big site file's `[[stacks]]` entries parsed on several threads and joined.
+#include "site/toml_pieces.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sitegen {
+
+namespace {
+
+bool under_stacks(const TomlHeader& h) { return h.first == "stacks"; }
+bool is_entry(const TomlHeader& h) { return h.array && !h.dotted && under_stacks(h); }
+
+// Moves the `[[stacks]]` entries of each later piece after the first piece's; false when a
+// piece holds anything else.
+bool join(std::vector<toml::table>& roots) {
+    toml::array* entries = roots[0].get_as<toml::array>("stacks");
+    if (!entries) return false;
+    for (size_t i = 1; i < roots.size(); ++i) {
+        toml::array* more = roots[i].size() == 1 ? roots[i].get_as<toml::array>("stacks") : nullptr;
+        if (!more) return false;
+        for (toml::node& entry : *more) {
+            toml::table* t = entry.as_table();
+            if (!t) return false;
+            entries->push_back(std::move(*t));  // (a node's move keeps its source region)
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+// Entry headers about `piece_bytes` apart after the first entry; none when the file does not
+// split so (a header after the first entry that is not under `stacks`, a quoted `"stacks"`).
+std::vector<size_t> piece_starts(std::string_view text, const TomlOutline& outline, const TomlPieces& how) {
+    const auto& headers = outline.headers;
+    const auto first = std::find_if(headers.begin(), headers.end(), is_entry);
+    if (first == headers.end() || !std::all_of(first, headers.end(), under_stacks)) return {};
+    std::vector<size_t> starts;
+    size_t next = first->offset + how.piece_bytes;
+    for (auto h = first + 1; h != headers.end(); ++h) {
+        if (!is_entry(*h) || h->offset < next) continue;
+        if (text[h->offset - 1] != '\n') return {};  // (every header starts a line; never split elsewhere)
+        starts.push_back(h->offset);
+        next = h->offset + how.piece_bytes;
+    }
+    return starts;
+}
+
+toml::table parse_in_pieces(std::string_view text, std::string_view path, const TomlOutline& outline,
+                            const TomlPieces& how) {
+    if (text.size() < how.min_bytes) return toml::parse(text, path);
+    const std::vector<size_t> starts = piece_starts(text, outline, how);
+    if (starts.empty()) return toml::parse(text, path);
+    const size_t n = starts.size() + 1;
+    std::vector<size_t> begin(n, 0), lines(n, 0);
+    for (size_t i = 1; i < n; ++i) {
+        begin[i] = starts[i - 1];
+        lines[i] = lines[i - 1] + static_cast<size_t>(std::count(text.begin() + static_cast<ptrdiff_t>(begin[i - 1]),
+                                                                 text.begin() + static_cast<ptrdiff_t>(begin[i]), '\n'));
+    }
+    std::vector<toml::table> roots(n);
+    std::vector<char> failed(n, 0);
+    std::vector<std::exception_ptr> errors(n);
+    std::atomic<size_t> next{0};
+    const auto work = [&] {
+        for (size_t i; (i = next.fetch_add(1)) < n;) {
+            const size_t end = i + 1 < n ? begin[i + 1] : text.size();
+            try {
+                std::string piece(lines[i], '\n');
+                piece.append(text.substr(begin[i], end - begin[i]));
+                roots[i] = toml::parse(piece, path);
+            } catch (const toml::parse_error&) {
+                failed[i] = 1;
+            } catch (...) {
+                errors[i] = std::current_exception();
+            }
+        }
+    };
+    const unsigned cores = how.threads ? how.threads : std::max(1u, std::thread::hardware_concurrency());
+    std::vector<std::thread> helpers;
+    for (size_t t = 1; t < std::min<size_t>(n, cores); ++t) helpers.emplace_back(work);
+    work();
+    for (auto& t : helpers) t.join();
+    for (const auto& e : errors)
+        if (e) std::rethrow_exception(e);
+    // A piece that fails is parsed again whole, for toml++'s first error in the file.
+    if (std::find(failed.begin(), failed.end(), 1) != failed.end() || !join(roots)) return toml::parse(text, path);
+    return std::move(roots[0]);
+}
+
+}  // namespace sitegen

@@ -1,0 +1,33 @@
+// toml_pieces: a big site file parsed by toml++ in pieces on several threads, each piece a run
+// of its `[[stacks]]` entries, joined into the table one parse of the whole file gives.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "site/toml_reader.h"
+
+namespace sitegen {
+
+struct TomlPieces {
+    size_t min_bytes = 256 * 1024;   // smaller files are parsed whole
+    size_t piece_bytes = 128 * 1024;  // about this much text per piece
+    unsigned threads = 0;            // parsing at once (0: one per core)
+};
+
+// toml::parse(text, path), the same table with the same source positions, or the same
+// toml::parse_error. A piece starts at a top-level `[[stacks]]` header (`outline`, of the
+// same text) and holds only headers under `stacks`; the first holds everything before it and
+// the first entry. Parsed alone, a piece is preceded by as many newlines as the text before
+// it holds, so its lines and columns are the file's. Any piece failing, or a file that does
+// not split so, is parsed whole.
+// Where the pieces after the first start (none: parsed whole).
+std::vector<size_t> piece_starts(std::string_view text, const TomlOutline& outline, const TomlPieces& how);
+
+toml::table parse_in_pieces(std::string_view text, std::string_view path, const TomlOutline& outline,
+                            const TomlPieces& how = {});
+
+}  // namespace sitegen
