@@ -4,6 +4,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define SITEGEN_SHA_NI 1
 #endif
@@ -163,14 +164,29 @@ std::string Sha256::hex() const {
 
 std::string sha256_hex(std::string_view data) { return Sha256().update(data).hex(); }
 
+#ifdef SITEGEN_SHA_NI
+namespace {
+
+// CPUID leaf 1's ECX and leaf 7's EBX (Intel SDM vol. 2A, CPUID), read directly: clang 14's
+// __builtin_cpu_supports does not know "sha".
+bool leaf1_ecx(unsigned bit) {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c >> bit & 1u);
+}
+bool leaf7_ebx(unsigned bit) {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b >> bit & 1u);
+}
+
+}  // namespace
+#endif
+
 bool sha256_path_available(Sha256Path path) {
     switch (path) {
         case Sha256Path::portable: return true;
 #ifdef SITEGEN_SHA_NI
-        case Sha256Path::bmi2: __builtin_cpu_init(); return __builtin_cpu_supports("bmi2");
-        case Sha256Path::sha_ni:
-            __builtin_cpu_init();
-            return __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+        case Sha256Path::bmi2: return leaf7_ebx(8);
+        case Sha256Path::sha_ni: return leaf7_ebx(29) && leaf1_ecx(19);  // SHA, SSE4.1
 #else
         case Sha256Path::bmi2:
         case Sha256Path::sha_ni: return false;
