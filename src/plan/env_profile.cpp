@@ -149,8 +149,8 @@ std::vector<EnvSetting> resolve_env(const Site& site, const Stack& stack) {
         if (same != out.end()) *same = std::move(s);
         else out.push_back(std::move(s));
     }
-    for (const auto& [name, value] : stack.env)
-        std::erase_if(out, [&](const EnvSetting& e) { return e.name == name; });
+    for (const auto& pair : stack.env)  // (not a structured binding: clang 14 cannot capture one)
+        std::erase_if(out, [&](const EnvSetting& e) { return e.name == pair.first; });
     if (stack.env.empty()) return out;
     const auto index = stack_index(site, stack);
     const std::string prefix = index ? "stacks." + std::to_string(*index) + ".env" : "env";

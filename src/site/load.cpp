@@ -85,7 +85,7 @@ void read_key(TomlReader& r, const Field<T>& row, EnvList& entries) {
     if (!r.read_string_table(row.key, picks, env_vars)) return;
     bool ok = true;
     for (const auto& [name, pick] : picks)
-        if (std::find_if(row.choices.begin(), row.choices.end(), [&](const char* c) { return pick == c; }) ==
+        if (std::find(row.choices.begin(), row.choices.end(), std::string_view(pick)) ==
             row.choices.end()) {
             const std::string path = r.child(row.key) + "." + name;
             r.diags().error(r.regions()[path],
