@@ -5,10 +5,12 @@
 #include <cstring>
 #include <filesystem>
 #include <string_view>
+#include <system_error>
 #include <thread>
 
 #include "lua/supervisor.h"
 #include "out/fs.h"
+#include "out/threads.h"
 
 namespace sitegen {
 
@@ -450,7 +452,7 @@ bool names_repeat(const std::vector<std::vector<std::pair<std::string, std::stri
 
 size_t rule_groups(size_t files) {
     if (files < 2 || lua_isolation() == LuaIsolation::in_process || supervised_page()) return 1;
-    return std::min<size_t>(files, std::max(1u, std::thread::hardware_concurrency()));
+    return std::min<size_t>(files, usable_threads());
 }
 
 void run_rule_files(const Site& site, const std::vector<std::string>& files, Diagnostics& diags,
@@ -465,17 +467,23 @@ void run_rule_files(const Site& site, const std::vector<std::string>& files, Dia
         std::vector<std::vector<std::pair<std::string, std::string>>> names(groups);
         std::vector<std::exception_ptr> failed(groups);
         {
+            const auto run_group = [&](size_t g) {
+                try {
+                    run_rule_range(site, files, files.size() * g / groups, files.size() * (g + 1) / groups,
+                                   found[g], limits, names[g]);
+                } catch (...) {
+                    failed[g] = std::current_exception();
+                }
+            };
             std::vector<std::thread> threads;
-            threads.reserve(groups);
-            for (size_t g = 0; g < groups; ++g)
-                threads.emplace_back([&, g] {
-                    try {
-                        run_rule_range(site, files, files.size() * g / groups, files.size() * (g + 1) / groups,
-                                       found[g], limits, names[g]);
-                    } catch (...) {
-                        failed[g] = std::current_exception();
-                    }
-                });
+            size_t started = 1;  // group 0 runs on this thread
+            try {
+                for (; started < groups; ++started) threads.emplace_back(run_group, started);
+            } catch (const std::system_error&) {
+                // no more threads to be had (a process limit): this thread runs the rest
+            }
+            run_group(0);
+            for (size_t g = started; g < groups; ++g) run_group(g);
             for (auto& t : threads) t.join();
         }
         for (const auto& e : failed)

@@ -11,12 +11,11 @@
 #include <thread>
 
 #include "out/sha256.h"
+#include "out/threads.h"
 
 namespace sitegen {
 
 namespace {
-
-constexpr unsigned kMaxThreadsFromEnv = 64;
 
 void render_one(const StackSteps& steps, size_t i, RenderedStack& r) {
     steps.render(i, r.files);
@@ -149,11 +148,7 @@ private:
 }  // namespace
 
 unsigned render_threads() {
-    if (const char* env = std::getenv("SITEGEN_THREADS"); env && *env >= '0' && *env <= '9') {
-        char* end = nullptr;
-        const unsigned long n = std::strtoul(env, &end, 10);
-        if (end != env && *end == '\0' && n > 0) return static_cast<unsigned>(std::min<unsigned long>(n, kMaxThreadsFromEnv));
-    }
+    if (const auto n = threads_from_env()) return *n;
     const unsigned cpus = std::thread::hardware_concurrency();
     return cpus == 0 ? 1 : std::min(cpus, kMaxRenderThreads);
 }

@@ -5,8 +5,11 @@
 #include <atomic>
 #include <exception>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
+
+#include "out/threads.h"
 
 namespace sitegen {
 
@@ -81,9 +84,13 @@ toml::table parse_in_pieces(std::string_view text, std::string_view path, const 
             }
         }
     };
-    const unsigned cores = how.threads ? how.threads : std::max(1u, std::thread::hardware_concurrency());
+    const unsigned cores = how.threads ? how.threads : usable_threads();
     std::vector<std::thread> helpers;
-    for (size_t t = 1; t < std::min<size_t>(n, cores); ++t) helpers.emplace_back(work);
+    try {
+        for (size_t t = 1; t < std::min<size_t>(n, cores); ++t) helpers.emplace_back(work);
+    } catch (const std::system_error&) {
+        // no more threads to be had (a process limit): the ones started and this one parse
+    }
     work();
     for (auto& t : helpers) t.join();
     for (const auto& e : errors)

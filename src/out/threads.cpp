@@ -1,0 +1,30 @@
+// threads: SITEGEN_THREADS, else the CPUs.
+#include "out/threads.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
+
+namespace sitegen {
+
+namespace {
+
+constexpr unsigned long kMaxThreadsFromEnv = 64;
+
+}  // namespace
+
+std::optional<unsigned> threads_from_env() {
+    if (const char* env = std::getenv("SITEGEN_THREADS"); env && *env >= '0' && *env <= '9') {
+        char* end = nullptr;
+        const unsigned long n = std::strtoul(env, &end, 10);
+        if (end != env && *end == '\0' && n > 0) return static_cast<unsigned>(std::min(n, kMaxThreadsFromEnv));
+    }
+    return std::nullopt;
+}
+
+unsigned usable_threads() {
+    if (const auto n = threads_from_env()) return *n;
+    return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace sitegen
