@@ -42,8 +42,9 @@ std::string default_rules_dir();
 // does not exist is reported to `diags` when given.
 std::vector<std::string> rule_files(const std::vector<std::string>& dirs, Diagnostics* diags = nullptr);
 
-// How many children run_rule_files starts at once for `files` rule files: one per core, at
-// most one per file (one when the rules run in process, or in a supervised child already).
+// How many children run_rule_files starts at once for `files` rule files: split_threads()
+// (out/threads.h), at most one per file; one when the rules run in process, or in a
+// supervised child already.
 size_t rule_groups(size_t files);
 
 // Runs exactly these rule files against `site` (what run_rules does after collecting them),

@@ -22,9 +22,10 @@ std::optional<unsigned> threads_from_env() {
     return std::nullopt;
 }
 
-unsigned usable_threads() {
+unsigned split_threads() {
     if (const auto n = threads_from_env()) return *n;
-    return std::max(1u, std::thread::hardware_concurrency());
+    const unsigned cpus = std::thread::hardware_concurrency();
+    return cpus >= kMinCpusToSplit ? cpus : 1;
 }
 
 }  // namespace sitegen

@@ -84,7 +84,7 @@ toml::table parse_in_pieces(std::string_view text, std::string_view path, const 
             }
         }
     };
-    const unsigned cores = how.threads ? how.threads : usable_threads();
+    const unsigned cores = how.threads ? how.threads : split_threads();
     std::vector<std::thread> helpers;
     try {
         for (size_t t = 1; t < std::min<size_t>(n, cores); ++t) helpers.emplace_back(work);

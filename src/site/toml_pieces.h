@@ -15,7 +15,7 @@ namespace sitegen {
 struct TomlPieces {
     size_t min_bytes = 256 * 1024;   // smaller files are parsed whole
     size_t piece_bytes = 128 * 1024;  // about this much text per piece
-    unsigned threads = 0;            // parsing at once (0: usable_threads(), out/threads.h)
+    unsigned threads = 0;            // parsing at once (0: split_threads(), out/threads.h)
 };
 
 // toml::parse(text, path), the same table with the same source positions, or the same
