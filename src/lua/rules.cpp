@@ -452,7 +452,7 @@ bool names_repeat(const std::vector<std::vector<std::pair<std::string, std::stri
 
 size_t rule_groups(size_t files) {
     if (files < 2 || lua_isolation() == LuaIsolation::in_process || supervised_page()) return 1;
-    return std::min<size_t>(files, split_threads());
+    return std::min({files, kMaxRuleGroups, size_t{split_threads()}});
 }
 
 void run_rule_files(const Site& site, const std::vector<std::string>& files, Diagnostics& diags,
