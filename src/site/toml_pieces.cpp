@@ -56,8 +56,11 @@ std::vector<size_t> piece_starts(std::string_view text, const TomlOutline& outli
 
 toml::table parse_in_pieces(std::string_view text, std::string_view path, const TomlOutline& outline,
                             const TomlPieces& how) {
-    if (text.size() < how.min_bytes) return toml::parse(text, path);
-    const std::vector<size_t> starts = piece_starts(text, outline, how);
+    const unsigned cores = how.threads ? how.threads : split_threads();
+    if (text.size() < how.min_bytes || cores < 2) return toml::parse(text, path);
+    TomlPieces sized = how;
+    if (how.piece_per_thread) sized.piece_bytes = std::max(how.piece_bytes, text.size() / cores);
+    const std::vector<size_t> starts = piece_starts(text, outline, sized);
     if (starts.empty()) return toml::parse(text, path);
     const size_t n = starts.size() + 1;
     std::vector<size_t> begin(n, 0), lines(n, 0);
@@ -84,7 +87,6 @@ toml::table parse_in_pieces(std::string_view text, std::string_view path, const 
             }
         }
     };
-    const unsigned cores = how.threads ? how.threads : split_threads();
     std::vector<std::thread> helpers;
     try {
         for (size_t t = 1; t < std::min<size_t>(n, cores); ++t) helpers.emplace_back(work);

@@ -14,8 +14,11 @@ namespace sitegen {
 
 struct TomlPieces {
     size_t min_bytes = 256 * 1024;   // smaller files are parsed whole
-    size_t piece_bytes = 128 * 1024;  // about this much text per piece
+    size_t piece_bytes = 128 * 1024;  // at least about this much text per piece
     unsigned threads = 0;            // parsing at once (0: split_threads(), out/threads.h)
+    // A piece's padding is parsed too, so pieces are 1/threads of the text when that is more
+    // than piece_bytes (tests turn it off for the most and smallest pieces).
+    bool piece_per_thread = true;
 };
 
 // toml::parse(text, path), the same table with the same source positions, or the same
@@ -23,7 +26,7 @@ struct TomlPieces {
 // same text) and holds only headers under `stacks`; the first holds everything before it and
 // the first entry. Parsed alone, a piece is preceded by as many newlines as the text before
 // it holds, so its lines and columns are the file's. Any piece failing, or a file that does
-// not split so, is parsed whole.
+// not split so, or one thread, means one parse of the whole file.
 // Where the pieces after the first start (none: parsed whole).
 std::vector<size_t> piece_starts(std::string_view text, const TomlOutline& outline, const TomlPieces& how);
 

@@ -13,7 +13,7 @@ using namespace sitegen;
 namespace {
 
 // Every piece as small as it can be, several threads.
-const TomlPieces kSmallest{0, 1, 3};
+const TomlPieces kSmallest{0, 1, 3, false};
 
 // "ok" and the table, or the error with its position, as one parse or the pieces give them.
 struct Outcome {
@@ -87,7 +87,7 @@ TEST_CASE("a site file in pieces: one parse's table, with every node where one p
     REQUIRE(std::count_if(outline.headers.begin(), outline.headers.end(),
                           [](const TomlHeader& h) { return h.array && !h.dotted && h.first == "stacks"; }) == 40);
     CHECK(piece_starts(text, outline, kSmallest).size() == 39);
-    CHECK(piece_starts(text, outline, {0, text.size() / 4, 2}).size() == 3);
+    CHECK(piece_starts(text, outline, {0, text.size() / 4, 2, false}).size() == 3);
     const std::string other = text + "[python]\nversion = \"3.12\"\n";
     CHECK(piece_starts(other, outline_toml(other, kMaxDottedKeyDepth), kSmallest).empty());
 }

@@ -44,7 +44,7 @@ void check_pieces(const std::string& text) {
     const sitegen::TomlOutline outline = sitegen::outline_toml(text, sitegen::kMaxDottedKeyDepth);
     if (outline.too_deep) return;  // (never parsed)
     const auto whole = outcome([&] { return toml::parse(text, std::string_view("f")); });
-    const auto pieces = outcome([&] { return sitegen::parse_in_pieces(text, "f", outline, {0, 1, 2}); });
+    const auto pieces = outcome([&] { return sitegen::parse_in_pieces(text, "f", outline, {0, 1, 2, false}); });
     if (whole.second != pieces.second || !(whole.first == pieces.first)) std::abort();
 }
 
