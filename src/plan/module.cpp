@@ -57,6 +57,7 @@ public:
         op.alternatives = std::move(alternatives);
         plan_.ops.push_back(std::move(op));
     }
+    bool names_only() const { return names_only_; }
     void setenv(const std::string& name, ModuleValue value, ModuleSection section = ModuleSection::core) {
         variable(ModuleOp::Kind::setenv, name, std::move(value), section);
     }
@@ -130,25 +131,10 @@ std::string bind_variable(const RuntimeTraits& rt) {
     return rt.env_prefix ? std::string(rt.env_prefix) + "_BIND" : "CONTAINER_BINDS";
 }
 
-void container_ops(ModuleBuilder& m, const Site& site, const Stack& stack) {
-    const std::string ident = stack_ident(stack.name);
-    const RuntimeTraits& runtime = traits(site.container.runtime);
-    const Python& py = stack.python;
-    if (runtime.image_is_name) {
-        m.comment("The image: a name " + std::string(runtime.command) + " resolves in its own image store.");
-        for (const std::string& v : {std::string("SIF"), "SIF" + ident}) m.setenv(v, text_value(stack.image));
-    } else {
-        m.comment("The image: the installed copy, else the site's shared copy (as LUMI's create_container_vars).");
-        m.find_image("image", stack.image, site.container.image_dir, runtime.image_directories);
-        for (const std::string& v : {std::string("SIF"), "SIF" + ident}) m.setenv(v, local_value("image"));
-    }
-    m.setenv("CONTAINERROOT", root_value());
-    m.setenv("RUNSCRIPTS" + ident, under_root({"runscripts"}));
-    // The host's files are visible as they are (uenv): nothing to bind.
-    if (runtime.host_filesystem) return;
-    // Binds: the site's, then runscripts, then /user-software as LUMI's create_container_vars
-    // does it: the packed squashfs if there is one, else the directory, else nothing (a bind
-    // whose source is missing stops the container from starting).
+// Binds: the site's, then runscripts, then /user-software as LUMI's create_container_vars
+// does it: the packed squashfs if there is one, else the directory, else nothing (a bind
+// whose source is missing stops the container from starting).
+void bind_ops(ModuleBuilder& m, const Site& site, const RuntimeTraits& runtime) {
     std::string site_binds;
     for (const auto& b : site.container.binds) {
         std::string entry = b.host;
@@ -176,6 +162,27 @@ void container_ops(ModuleBuilder& m, const Site& site, const Stack& stack) {
     user_software.push_back({PathTest::is_dir, under_root({"user-software"}), bind_of("user-software", ":/user-software")});
     m.append_first("binds", std::move(user_software));
     m.setenv(bind_variable(runtime), local_value("binds"));
+}
+
+void container_ops(ModuleBuilder& m, const Site& site, const Stack& stack) {
+    const std::string ident = stack_ident(stack.name);
+    const RuntimeTraits& runtime = traits(site.container.runtime);
+    const Python& py = stack.python;
+    if (runtime.image_is_name) {
+        m.comment("The image: a name " + std::string(runtime.command) + " resolves in its own image store.");
+        for (const std::string& v : {std::string("SIF"), "SIF" + ident}) m.setenv(v, text_value(stack.image));
+    } else {
+        m.comment("The image: the installed copy, else the site's shared copy (as LUMI's create_container_vars).");
+        m.find_image("image", stack.image, site.container.image_dir, runtime.image_directories);
+        for (const std::string& v : {std::string("SIF"), "SIF" + ident}) m.setenv(v, local_value("image"));
+    }
+    m.setenv("CONTAINERROOT", root_value());
+    m.setenv("RUNSCRIPTS" + ident, under_root({"runscripts"}));
+    // The host's files are visible as they are (uenv): nothing to bind.
+    if (runtime.host_filesystem) return;
+    // (Only the variable's name when the builder records names: the binds are values.)
+    if (m.names_only()) m.setenv(bind_variable(runtime), {});
+    else bind_ops(m, site, runtime);
     // Runtimes that read no variables get the in-container environment from the rank
     // wrapper instead (it sources /runscripts/init-conda-venv).
     if (traits(py.layout).conda_venv && runtime.env_prefix) {

@@ -3,8 +3,12 @@
 // what the conda env made from an environment file sets; values written by hand.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "out/fs.h"
+#include "plan/module.h"
 #include "plan/stack_plan.h"
+#include "plan/traits.h"
 #include "site/check.h"
 #include "site/load.h"
 #include "test_support.h"
@@ -113,4 +117,28 @@ TEST_CASE("module-venv: the venv's bin first on PATH, its site-packages on PYTHO
                                                       "PYTHONPATH+={venv}/lib/python3.12/site-packages",
                                                       "RUNSCRIPTS={root}/runscripts"});
     CHECK(p.files.front().contents.ends_with("exec python \"$@\"\n"));
+}
+
+TEST_CASE("the variables a module owns are ones its full plan sets", "[module]") {
+    // module_owned_variables builds names only (no values, no binds); the full plan must set
+    // each of them, for every stack of every seed site, the binds' variable included.
+    for (const auto& name : test::seed_site_names()) {
+        const Site site = test::load_seed_site(name);
+        PlanOptions options;
+        options.prefix = site.site.install_prefix;
+        for (const Stack& stack : site.stacks) {
+            INFO(name << " " << stack.module_full_name());
+            const std::vector<std::string> owned = module_owned_variables(site, stack);
+            const std::vector<std::string>& all = plan_stack(site, stack, options).module.variables;
+            REQUIRE_FALSE(owned.empty());
+            for (const auto& v : owned) {
+                INFO("variable " << v);
+                CHECK(std::find(all.begin(), all.end(), v) != all.end());
+            }
+            if (site.container.enabled && !traits(site.container.runtime).host_filesystem)
+                CHECK(std::any_of(owned.begin(), owned.end(), [](const std::string& v) {
+                    return v == "CONTAINER_BINDS" || (v.size() > 5 && v.compare(v.size() - 5, 5, "_BIND") == 0);
+                }));
+        }
+    }
 }
