@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The steps that split their own work on four CPUs or more (out/threads.h: a site file of
+# 256 KiB or more parsed in pieces, the rule files in up to four children) give what one
+# thread gives, on this 2-CPU machine too (SITEGEN_THREADS=4 turns them on): a 1,000-stack
+# site (four pieces) built and checked, with a rule's finding and a syntax error in its last
+# stack (the last piece); and every tests/diagnostics case, against its expected output.
+set -euo pipefail
+sitegen=$(realpath "${1:?usage: split_threads.sh SITEGEN}")
+root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/tools/common.sh
+source "$root/tests/tools/common.sh"
+sites=$SCRATCH/sites
+bash "$root/bench/gen-site" 1000 "$sites"
+toml=$sites/bench/site.toml
+size=$(stat -c %s "$toml")
+check_eq "the site is big enough to be split (>= 256 KiB)" 1 "$((size >= 262144))"
+
+# same NAME ARGS...: `sitegen ARGS` exits and prints the same with 1 thread as with 4.
+same() {
+  local name=$1 t
+  shift
+  for t in 1 4; do
+    set +e
+    SITEGEN_THREADS=$t SITEGEN_STATE_DIR=$SCRATCH/state$t "$sitegen" --sites-dir "$sites" --out-dir "$SCRATCH/out$t" "$@" \
+      >"$SCRATCH/stdout$t" 2>"$SCRATCH/stderr$t"
+    echo $? >"$SCRATCH/exit$t"
+    set -e
+  done
+  check_eq "$name: exit status" "$(<"$SCRATCH/exit1")" "$(<"$SCRATCH/exit4")"
+  check_eq "$name: stdout" "$(<"$SCRATCH/stdout1")" "$(<"$SCRATCH/stdout4")"
+  check_eq "$name: stderr" "$(<"$SCRATCH/stderr1")" "$(<"$SCRATCH/stderr4")"
+}
+
+same "build" build bench
+check_eq "build: exit status" 0 "$(<"$SCRATCH/exit4")"
+if diff -r "$SCRATCH/out1" "$SCRATCH/out4" >"$SCRATCH/diff"; then pass; else fail "the trees differ: $(head -n 20 "$SCRATCH/diff")"; fi
+same "check" check bench
+
+# The last stack's env contradicts collectives.env: the env-conflicts rule's error, at its line.
+echo 'NCCL_NET_GDR_LEVEL = "4"' >>"$toml"
+same "a rule's finding in the last stack" check bench
+check_eq "a rule's finding: exit status" 1 "$(<"$SCRATCH/exit4")"
+check_contains "a rule's finding: the rule's message" \
+  "site.toml:$(wc -l <"$toml"):1: error: NCCL_NET_GDR_LEVEL is '4' here but '3' in collectives.env" "$(<"$SCRATCH/stderr4")"
+
+# A key given twice in the last stack: toml++'s error, at the file's line and column.
+echo 'MIOPEN_DISABLE_CACHE = "1"' >>"$toml"
+same "a syntax error in the last stack" check bench
+check_eq "a syntax error: exit status" 1 "$(<"$SCRATCH/exit4")"
+check_contains "a syntax error: its line and column" \
+  "site.toml:$(wc -l <"$toml"):24: error: Error while parsing key-value pair: cannot redefine existing string" \
+  "$(<"$SCRATCH/stderr4")"
+
+# Every diagnostics case, rule findings and hooks included, against its expected output.
+if SITEGEN_THREADS=4 bash "$root/tests/suites/diagnostics.sh" "$sitegen" >"$SCRATCH/diagnostics" 2>&1; then
+  pass
+else
+  fail "diagnostics with SITEGEN_THREADS=4: $(grep -m 5 FAIL "$SCRATCH/diagnostics")"
+fi
+finish
