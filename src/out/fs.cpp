@@ -3,23 +3,33 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <filesystem>
 #include <set>
+#include <system_error>
+#include <thread>
 #include <unordered_set>
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "out/threads.h"
+
 namespace fsys = std::filesystem;
 
 namespace sitegen {
 
 namespace {
+
+// A tree's scan uses at most this many threads: its system calls, not the CPU, set its pace.
+// On a 16-core node a one-stack rebuild of 2,000 stacks took 0.31 s (median) with one, 0.27 s
+// with four; eight there took the system time from 0.22 to 0.87 s for no gain.
+constexpr unsigned kMaxScanThreads = 4;
 
 const char* what_of(mode_t mode) {
     if (S_ISREG(mode)) return "a regular file";
@@ -58,16 +68,15 @@ TreeEntry entry_of(std::string path, const struct stat& st) {
             static_cast<unsigned long long>(st.st_size), mtime_ns_of(st), static_cast<unsigned long long>(st.st_ino)};
 }
 
-// Everything under the directory `fd` (whose path relative to the scan is `rel`), depth first,
-// not following symlinks; takes ownership of `fd`. Subdirectories are opened relative to their
-// parent (no path walk from the root per directory). With `stat_files` false, a regular file's
-// entry holds only its path, type and inode (from readdir: no stat, where the file system
-// tells the type). Unreadable directories are listed (with their mode) but not entered.
-void scan_into(int fd, const std::string& rel, std::vector<TreeEntry>& out, bool stat_files) {
+// The entries of the directory `fd` (whose path relative to the scan is `rel`) into `out`,
+// not following symlinks; the indices of its subdirectories into `subdirs`. With `stat_files`
+// false, a regular file's entry holds only its path, type and inode (from readdir: no stat,
+// where the file system tells the type).
+void read_dir(int fd, const std::string& rel, std::vector<TreeEntry>& out, bool stat_files,
+              std::vector<size_t>& subdirs) {
     // getdents64 on the descriptor itself: opendir's stat and fcntl of every directory of a
     // tree of thousands are two system calls each that tell nothing new (O_DIRECTORY did).
     alignas(alignof(dirent64)) char buffer[32 * 1024];
-    std::vector<size_t> subdirs;  // indices into `out`
     std::string path = rel.empty() ? std::string() : rel + "/";
     const size_t prefix = path.size();
     for (ssize_t n; (n = ::getdents64(fd, buffer, sizeof buffer)) > 0;)
@@ -91,11 +100,65 @@ void scan_into(int fd, const std::string& rel, std::vector<TreeEntry>& out, bool
             if (S_ISDIR(st.st_mode)) subdirs.push_back(out.size());
             out.push_back(entry_of(path, st));
         }
+}
+
+int open_dir_at(int fd, const char* path) {
+    return ::openat(fd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+// Everything under the directory `fd` (whose path relative to the scan is `rel`), depth first;
+// takes ownership of `fd`. Subdirectories are opened relative to their parent (no path walk
+// from the root per directory). Unreadable directories are listed (with their mode) but not
+// entered.
+void scan_into(int fd, const std::string rel, std::vector<TreeEntry>& out, bool stat_files) {
+    // (`rel` by value: the caller's is a path in `out`, which grows here)
+    std::vector<size_t> subdirs;  // indices into `out`
+    read_dir(fd, rel, out, stat_files, subdirs);
+    const size_t prefix = rel.empty() ? 0 : rel.size() + 1;
     for (const size_t i : subdirs) {
-        const int sub = ::openat(fd, out[i].path.c_str() + prefix, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        const int sub = open_dir_at(fd, out[i].path.c_str() + prefix);
         if (sub >= 0) scan_into(sub, out[i].path, out, stat_files);
     }
     ::close(fd);
+}
+
+// scan_into on `threads` threads: the directories level by level on this thread until one
+// level holds enough of them to share (an output tree is narrow at the top: software/NAME/
+// then a directory per version), then their subtrees on the workers, each into its own list.
+// Takes ownership of `root`. The entries come in no particular order.
+void scan_tree(int root, std::vector<TreeEntry>& out, bool stat_files, unsigned threads) {
+    constexpr size_t kLevels = 4;
+    std::vector<std::string> level{std::string()};
+    for (size_t depth = 0; depth < kLevels && !level.empty() && level.size() < 4 * threads; ++depth) {
+        std::vector<std::string> next;
+        for (const std::string& rel : level) {
+            const int fd = rel.empty() ? ::dup(root) : open_dir_at(root, rel.c_str());
+            if (fd < 0) continue;
+            std::vector<size_t> subdirs;
+            read_dir(fd, rel, out, stat_files, subdirs);
+            ::close(fd);
+            for (const size_t i : subdirs) next.push_back(out[i].path);
+        }
+        level = std::move(next);
+    }
+    std::vector<std::vector<TreeEntry>> found(threads);
+    std::atomic<size_t> taken{0};
+    const auto work = [&](size_t t) {
+        for (size_t i; (i = taken.fetch_add(1)) < level.size();) {
+            const int fd = open_dir_at(root, level[i].c_str());
+            if (fd >= 0) scan_into(fd, level[i], found[t], stat_files);
+        }
+    };
+    std::vector<std::thread> workers;
+    try {
+        for (unsigned t = 1; t < threads && t < level.size(); ++t) workers.emplace_back(work, t);
+    } catch (const std::system_error&) {
+        // no more threads to be had (a process limit): the ones started and this one scan
+    }
+    work(0);
+    for (auto& w : workers) w.join();
+    ::close(root);
+    for (auto& f : found) out.insert(out.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
 }
 
 // rm -rf that never follows a symlink and first makes directories a user locked (chmod 0500,
@@ -206,7 +269,9 @@ public:
         std::vector<TreeEntry> out;
         const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) return out;
-        scan_into(fd, "", out, stat_files);
+        const unsigned threads = std::min(split_threads(), kMaxScanThreads);
+        if (threads > 1) scan_tree(fd, out, stat_files, threads);
+        else scan_into(fd, "", out, stat_files);
         if (stat_files)  // (a spare's 30,000 entries sorted took 7 ms of a one-stack rebuild)
             std::sort(out.begin(), out.end(), [](const TreeEntry& a, const TreeEntry& b) { return a.path < b.path; });
         return out;

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -181,6 +182,42 @@ TEST_CASE("a scan lists the tree in the order of its full paths, a directory's c
     for (const auto& e : disk->scan(dir.file("t"), false)) names.push_back(e.path);
     std::sort(names.begin(), names.end());
     CHECK(names == sorted);
+}
+
+TEST_CASE("a scan on several threads lists what one thread lists", "[fs]") {
+    TempDir dir("fs-threads");
+    // An output tree's shape: narrow at the top, a directory per version, and a deep chain.
+    for (int v = 0; v < 60; ++v) {
+        const std::string version = "t/software/pytorch/" + std::to_string(v);
+        dir.write(version + "/runscripts/job.slurm", "x");
+        dir.write(version + "/runscripts/acceptance.py", std::string(static_cast<size_t>(v), 'y'));
+        dir.write("t/modulefiles/pytorch/" + std::to_string(v) + ".lua", "z");
+    }
+    dir.write("t/a/b/c/d/e/f/g/file", "deep");
+    dir.write("t/top", "top");
+    std::filesystem::create_symlink("top", dir.file("t/software/link"));
+    REQUIRE(::mkfifo(dir.file("t/a/b/fifo").c_str(), 0644) == 0);
+    const char* old = std::getenv("SITEGEN_THREADS");
+    const std::string saved = old ? old : "";
+    const auto scan_on = [&](const char* threads, bool stat_files) {
+        ::setenv("SITEGEN_THREADS", threads, 1);
+        auto entries = make_disk_fs()->scan(dir.file("t"), stat_files);
+        std::vector<std::string> lines;
+        for (const auto& e : entries)
+            lines.push_back(e.path + " " + std::to_string(static_cast<int>(e.type)) + " " + std::to_string(e.mode) + " " +
+                            std::to_string(e.size) + " " + std::to_string(e.mtime_ns) + " " + std::to_string(e.ino));
+        if (!stat_files) std::sort(lines.begin(), lines.end());
+        return lines;
+    };
+    const auto one = scan_on("1", true), names = scan_on("1", false);
+    CHECK(one.size() == 60 * 5 + 15);  // per version 3 files and 2 directories; 15 more entries
+    for (const char* threads : {"2", "3", "8"}) {
+        INFO(threads << " threads");
+        CHECK(scan_on(threads, true) == one);
+        CHECK(scan_on(threads, false) == names);
+    }
+    if (old) ::setenv("SITEGEN_THREADS", saved.c_str(), 1);
+    else ::unsetenv("SITEGEN_THREADS");
 }
 
 TEST_CASE("directories are made 0755 whatever the umask, and removal gets through locked ones", "[fs]") {

@@ -14,7 +14,7 @@ std::optional<unsigned> threads_from_env();
 constexpr unsigned kMinCpusToSplit = 4;
 
 // How many threads a step that splits its own work uses (the pieces of a site file, the rule
-// files' children): threads_from_env(), else the CPUs when there are at least
+// files' children, a tree's scan): threads_from_env(), else the CPUs when there are at least
 // kMinCpusToSplit, else 1.
 unsigned split_threads();
 
