@@ -8,6 +8,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <filesystem>
 #include <set>
 #include <system_error>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "out/threads.h"
@@ -106,6 +108,27 @@ int open_dir_at(int fd, const char* path) {
     return ::openat(fd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
+// The directory at `rel` (several components) under `root`, through no symbolic link in any
+// component (O_NOFOLLOW guards the last one only): a directory swapped for a link since it was
+// listed is not entered, as open_dir_at from its parent would not enter it.
+int open_dir_beneath(int root, const std::string& rel) {
+    open_how how{};
+    how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
+    const long fd = ::syscall(SYS_openat2, root, rel.c_str(), &how, sizeof how);
+    if (fd >= 0 || (errno != ENOSYS && errno != EPERM)) return static_cast<int>(fd);
+    // No openat2 (a kernel before 5.6, or a seccomp filter that refuses it): one component at a time.
+    int dir = ::dup(root);
+    for (size_t at = 0; dir >= 0 && at < rel.size();) {
+        const size_t slash = std::min(rel.find('/', at), rel.size());
+        const int next = open_dir_at(dir, rel.substr(at, slash - at).c_str());
+        ::close(dir);
+        dir = next;
+        at = slash + 1;
+    }
+    return dir;
+}
+
 // Everything under the directory `fd` (whose path relative to the scan is `rel`), depth first;
 // takes ownership of `fd`. Subdirectories are opened relative to their parent (no path walk
 // from the root per directory). Unreadable directories are listed (with their mode) but not
@@ -132,7 +155,7 @@ void scan_tree(int root, std::vector<TreeEntry>& out, bool stat_files, unsigned 
     for (size_t depth = 0; depth < kLevels && !level.empty() && level.size() < 4 * threads; ++depth) {
         std::vector<std::string> next;
         for (const std::string& rel : level) {
-            const int fd = rel.empty() ? ::dup(root) : open_dir_at(root, rel.c_str());
+            const int fd = rel.empty() ? ::dup(root) : open_dir_beneath(root, rel);
             if (fd < 0) continue;
             std::vector<size_t> subdirs;
             read_dir(fd, rel, out, stat_files, subdirs);
@@ -145,7 +168,7 @@ void scan_tree(int root, std::vector<TreeEntry>& out, bool stat_files, unsigned 
     std::atomic<size_t> taken{0};
     const auto work = [&](size_t t) {
         for (size_t i; (i = taken.fetch_add(1)) < level.size();) {
-            const int fd = open_dir_at(root, level[i].c_str());
+            const int fd = open_dir_beneath(root, level[i]);
             if (fd >= 0) scan_into(fd, level[i], found[t], stat_files);
         }
     };
