@@ -5,8 +5,6 @@
 #include <cstring>
 #include <filesystem>
 #include <string_view>
-#include <system_error>
-#include <thread>
 
 #include "lua/supervisor.h"
 #include "out/fs.h"
@@ -458,36 +456,16 @@ size_t rule_groups(size_t files) {
 void run_rule_files(const Site& site, const std::vector<std::string>& files, Diagnostics& diags,
                     const SandboxLimits& limits, size_t groups) {
     if (files.empty()) return;
-    std::vector<std::pair<std::string, std::string>> seen;
     groups = std::min(groups == 0 ? rule_groups(files.size()) : groups, files.size());
     if (groups > 1) {
         // Consecutive files per group, each group in its own child on its own core: their
         // findings joined in group order are the findings of one run over all the files.
         std::vector<Diagnostics> found(groups, Diagnostics(diags.cap()));
         std::vector<std::vector<std::pair<std::string, std::string>>> names(groups);
-        std::vector<std::exception_ptr> failed(groups);
-        {
-            const auto run_group = [&](size_t g) {
-                try {
-                    run_rule_range(site, files, files.size() * g / groups, files.size() * (g + 1) / groups,
-                                   found[g], limits, names[g]);
-                } catch (...) {
-                    failed[g] = std::current_exception();
-                }
-            };
-            std::vector<std::thread> threads;
-            size_t started = 1;  // group 0 runs on this thread
-            try {
-                for (; started < groups; ++started) threads.emplace_back(run_group, started);
-            } catch (const std::system_error&) {
-                // no more threads to be had (a process limit): this thread runs the rest
-            }
-            run_group(0);
-            for (size_t g = started; g < groups; ++g) run_group(g);
-            for (auto& t : threads) t.join();
-        }
-        for (const auto& e : failed)
-            if (e) std::rethrow_exception(e);
+        share_out(groups, static_cast<unsigned>(groups), [&](size_t g, unsigned) {
+            run_rule_range(site, files, files.size() * g / groups, files.size() * (g + 1) / groups, found[g], limits,
+                           names[g]);
+        });
         if (!names_repeat(names)) {
             for (const auto& d : found) diags.append(d);
             return;
@@ -495,6 +473,7 @@ void run_rule_files(const Site& site, const std::vector<std::string>& files, Dia
         // A rule name defined in two files of different groups: run them in order, so the
         // second is reported where it is defined and not run.
     }
+    std::vector<std::pair<std::string, std::string>> seen;
     run_rule_range(site, files, 0, files.size(), diags, limits, seen);
 }
 

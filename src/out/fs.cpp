@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <dirent.h>
@@ -11,8 +10,6 @@
 #include <linux/openat2.h>
 #include <filesystem>
 #include <set>
-#include <system_error>
-#include <thread>
 #include <unordered_set>
 #include <stdio.h>
 #include <sys/file.h>
@@ -164,22 +161,11 @@ void scan_tree(int root, std::vector<TreeEntry>& out, bool stat_files, unsigned 
         }
         level = std::move(next);
     }
-    std::vector<std::vector<TreeEntry>> found(threads);
-    std::atomic<size_t> taken{0};
-    const auto work = [&](size_t t) {
-        for (size_t i; (i = taken.fetch_add(1)) < level.size();) {
-            const int fd = open_dir_beneath(root, level[i]);
-            if (fd >= 0) scan_into(fd, level[i], found[t], stat_files);
-        }
-    };
-    std::vector<std::thread> workers;
-    try {
-        for (unsigned t = 1; t < threads && t < level.size(); ++t) workers.emplace_back(work, t);
-    } catch (const std::system_error&) {
-        // no more threads to be had (a process limit): the ones started and this one scan
-    }
-    work(0);
-    for (auto& w : workers) w.join();
+    std::vector<std::vector<TreeEntry>> found(threads);  // per thread
+    share_out(level.size(), threads, [&](size_t i, unsigned slot) {
+        const int fd = open_dir_beneath(root, level[i]);
+        if (fd >= 0) scan_into(fd, level[i], found[slot], stat_files);
+    });
     ::close(root);
     for (auto& f : found) out.insert(out.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
 }

@@ -1,7 +1,14 @@
 // threads: how many threads sitegen's parallel steps use (SITEGEN_THREADS, else the CPUs).
 #pragma once
 
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <exception>
 #include <optional>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 namespace sitegen {
 
@@ -17,5 +24,35 @@ constexpr unsigned kMinCpusToSplit = 4;
 // files' children, a tree's scan): threads_from_env(), else the CPUs when there are at least
 // kMinCpusToSplit, else 1.
 unsigned split_threads();
+
+// Calls work(i, slot) for every i in [0, count) on up to `threads` threads, the calling one
+// included; each item goes to whichever thread is free, and `slot` (0 for the calling thread,
+// below `threads`) names the thread, so per-slot state needs no lock. A thread that cannot be
+// started (a process limit) leaves its share to the others. Every item runs; then the
+// exception of the first item (by index) that threw, if any, is rethrown.
+template <class Work>
+void share_out(size_t count, unsigned threads, Work&& work) {
+    std::atomic<size_t> next{0};
+    std::vector<std::exception_ptr> failed(count);
+    const auto run = [&](unsigned slot) {
+        for (size_t i; (i = next.fetch_add(1)) < count;) {
+            try {
+                work(i, slot);
+            } catch (...) {
+                failed[i] = std::current_exception();
+            }
+        }
+    };
+    std::vector<std::thread> helpers;
+    try {
+        for (unsigned slot = 1; slot < std::min<size_t>(threads, count); ++slot) helpers.emplace_back(run, slot);
+    } catch (const std::system_error&) {
+        // no more threads to be had: the ones started and this one share the items
+    }
+    run(0);
+    for (auto& t : helpers) t.join();
+    for (const auto& e : failed)
+        if (e) std::rethrow_exception(e);
+}
 
 }  // namespace sitegen

@@ -2,11 +2,7 @@
 #include "site/toml_pieces.h"
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include "out/threads.h"
@@ -71,32 +67,16 @@ toml::table parse_in_pieces(std::string_view text, std::string_view path, const 
     }
     std::vector<toml::table> roots(n);
     std::vector<char> failed(n, 0);
-    std::vector<std::exception_ptr> errors(n);
-    std::atomic<size_t> next{0};
-    const auto work = [&] {
-        for (size_t i; (i = next.fetch_add(1)) < n;) {
-            const size_t end = i + 1 < n ? begin[i + 1] : text.size();
-            try {
-                std::string piece(lines[i], '\n');
-                piece.append(text.substr(begin[i], end - begin[i]));
-                roots[i] = toml::parse(piece, path);
-            } catch (const toml::parse_error&) {
-                failed[i] = 1;
-            } catch (...) {
-                errors[i] = std::current_exception();
-            }
+    share_out(n, cores, [&](size_t i, unsigned) {
+        const size_t end = i + 1 < n ? begin[i + 1] : text.size();
+        std::string piece(lines[i], '\n');
+        piece.append(text.substr(begin[i], end - begin[i]));
+        try {
+            roots[i] = toml::parse(piece, path);
+        } catch (const toml::parse_error&) {
+            failed[i] = 1;
         }
-    };
-    std::vector<std::thread> helpers;
-    try {
-        for (size_t t = 1; t < std::min<size_t>(n, cores); ++t) helpers.emplace_back(work);
-    } catch (const std::system_error&) {
-        // no more threads to be had (a process limit): the ones started and this one parse
-    }
-    work();
-    for (auto& t : helpers) t.join();
-    for (const auto& e : errors)
-        if (e) std::rethrow_exception(e);
+    });
     // A piece that fails is parsed again whole, for toml++'s first error in the file.
     if (std::find(failed.begin(), failed.end(), 1) != failed.end() || !join(roots)) return toml::parse(text, path);
     return std::move(roots[0]);

@@ -1,0 +1,47 @@
+// threads: share_out runs every item once, on at most the threads asked for, and rethrows the
+// first failing item's exception after all have run.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "out/threads.h"
+
+using namespace sitegen;
+
+TEST_CASE("share_out runs every item once, on at most the threads asked for", "[threads]") {
+    for (unsigned threads : {1u, 2u, 4u, 64u}) {
+        INFO(threads << " threads");
+        std::vector<int> runs(100, 0);
+        std::set<unsigned> slots;
+        std::mutex m;
+        share_out(runs.size(), threads, [&](size_t i, unsigned slot) {
+            std::lock_guard<std::mutex> lock(m);
+            ++runs[i];
+            slots.insert(slot);
+        });
+        CHECK(std::count(runs.begin(), runs.end(), 1) == 100);
+        CHECK(*slots.rbegin() < threads);
+    }
+    int ran = 0;
+    share_out(0, 4, [&](size_t, unsigned) { ++ran; });
+    CHECK(ran == 0);
+}
+
+TEST_CASE("share_out rethrows the first failing item's exception once every item ran", "[threads]") {
+    std::vector<int> runs(50, 0);
+    try {
+        share_out(runs.size(), 4, [&](size_t i, unsigned) {
+            runs[i] = 1;
+            if (i == 7 || i == 30) throw std::runtime_error("item " + std::to_string(i));
+        });
+        FAIL("no exception");
+    } catch (const std::runtime_error& e) {
+        CHECK(std::string(e.what()) == "item 7");
+    }
+    CHECK(std::count(runs.begin(), runs.end(), 1) == 50);
+}
