@@ -24,7 +24,10 @@ namespace {
 // every descriptor it inherited (other threads' files too) and runs only its body. Its
 // PR_SET_PDEATHSIG follows the forking thread, which waits for it before returning.
 std::atomic<LuaIsolation> g_isolation{LuaIsolation::child_process};
-WatchPage* g_page = nullptr;  // set in a supervised child only (which has one thread)
+// Set in a supervised child only (which has one thread). Atomic only for ThreadSanitizer,
+// which takes the child's write for a race with the threads its parent had when it forked.
+std::atomic<WatchPage*> g_page{nullptr};
+WatchPage* page_of_this_child() { return g_page.load(std::memory_order_relaxed); }
 
 // The hook raises the time limit itself as soon as it sees it (with the exact line); the
 // parent gives it this long before it kills, so only code stuck in C is killed (or a child
@@ -120,7 +123,7 @@ std::string display(const char* source) {
     // handlers (a test framework's, a sanitizer's) running in the child.
     for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS, SIGPIPE, SIGTERM, SIGINT})
         std::signal(sig, SIG_DFL);
-    g_page = page;
+    g_page.store(page, std::memory_order_relaxed);
     PipeOutbox box(out_fd);
     int code = 0;
     try {
@@ -151,34 +154,36 @@ std::string exit_text(int status) {
 
 void set_lua_isolation(LuaIsolation isolation) { g_isolation = isolation; }
 LuaIsolation lua_isolation() { return g_isolation.load(); }
-WatchPage* supervised_page() { return g_page; }
+WatchPage* supervised_page() { return page_of_this_child(); }
 
 void watch_call_begins(std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds wall) {
-    if (!g_page) return;
-    g_page->wall_ms.store(wall.count(), std::memory_order_relaxed);
+    WatchPage* page = page_of_this_child();
+    if (!page) return;
+    page->wall_ms.store(wall.count(), std::memory_order_relaxed);
     watch_position("", 0);  // no position of this call yet
-    g_page->deadline_ns.store(to_ns(deadline), std::memory_order_release);
+    page->deadline_ns.store(to_ns(deadline), std::memory_order_release);
 }
 
 void watch_call_ends() {
-    if (g_page) g_page->deadline_ns.store(0, std::memory_order_release);
+    if (WatchPage* page = page_of_this_child()) page->deadline_ns.store(0, std::memory_order_release);
 }
 
 void watch_position(const char* source, int line) {
-    if (!g_page) return;
-    const uint32_t next = g_page->published.load(std::memory_order_relaxed) + 1;
-    WatchPage::Slot& slot = g_page->slots[next % 2];
+    WatchPage* page = page_of_this_child();
+    if (!page) return;
+    const uint32_t next = page->published.load(std::memory_order_relaxed) + 1;
+    WatchPage::Slot& slot = page->slots[next % 2];
     const size_t n = ::strnlen(source, sizeof slot.source - 1);
     std::memcpy(slot.source, source, n);
     slot.source[n] = 0;
     slot.line = line;
-    g_page->published.store(next, std::memory_order_release);
+    page->published.store(next, std::memory_order_release);
 }
 
 RunEnd run_supervised(const std::function<void(Outbox&)>& body,
                       const std::function<void(std::string_view)>& on_message) {
     RunEnd end;
-    if (g_isolation.load() == LuaIsolation::in_process || g_page) {  // (a child does not fork again)
+    if (g_isolation.load() == LuaIsolation::in_process || page_of_this_child()) {  // (a child does not fork again)
         DirectOutbox box(on_message);
         try {
             body(box);
