@@ -80,6 +80,23 @@ bool resolve_sites(FileSystem& fs, const Request& request, std::vector<std::stri
     return true;
 }
 
+std::string tool_identity() {
+    std::string id = "sitegen " SITEGEN_VERSION;
+    struct stat st;
+    if (::stat("/proc/self/exe", &st) == 0)
+        id += " " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) +
+              ":" + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    if (const char* salt = std::getenv("SITEGEN_BUILD_SALT")) id += std::string(" salt ") + salt;
+    return id;
+}
+
+std::string state_dir_of(const std::string& out_dir);
+
+// Where a site's stack memo (site/stack_memo.h) lives: beside its build state.
+std::string stack_memo_path(const std::string& state_dir, const std::string& site_name) {
+    return state_path(state_dir, site_name) + ".stacks";
+}
+
 struct Loaded {
     std::string name;
     Site site;
@@ -90,6 +107,7 @@ struct Loaded {
     std::vector<std::string> rule_dirs;
     std::vector<Diagnostic> findings;
     bool findings_complete = false;  // every finding of this site is in `findings`, none clipped
+    std::unique_ptr<StackMemo> memo;  // the stacks the last build loaded (a build's load only)
     // A build runs the Lua rules of a site that passed load and check on a thread of their own
     // (their sandbox is a child process the thread waits for) while the hooks and the build
     // keys go on; join_checks() ends them before anything is written.
@@ -142,15 +160,24 @@ void record_findings(Loaded& l, const Diagnostics& site_diags) {
 // With `rules_later` the rules of a site that loads without errors run on a thread while the
 // rest goes on (the hooks run meanwhile, their findings kept only if the rules pass):
 // join_checks() adds their findings to `diags` in that same order.
+// With a `memo_dir` (a build's state directory), each site's load reads back the stacks the
+// last build loaded from its memo there (read through `fs`: a cache, not an input).
 bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>& sites,
-                    Diagnostics& diags, bool rules_later = false) {
+                    Diagnostics& diags, bool rules_later = false, const std::string& memo_dir = {}) {
     sites.reserve(sites.size() + request.sites.size());  // the rules' threads read sites in place
     for (const auto& name : request.sites) {
         Loaded& l = sites.emplace_back();
         l.name = name;
         Diagnostics site_diags(diags.cap());
         RecordingFs inputs(fs);
-        if (load_site(inputs, request.sites_dir, name, l.site, site_diags) || !site_diags.has_errors()) {
+        if (!memo_dir.empty()) {
+            l.memo = std::make_unique<StackMemo>();
+            l.memo->identity = tool_identity();
+            std::string text, error;
+            if (fs.read(stack_memo_path(memo_dir, name), text, error, kMaxOutputFileBytes))
+                read_stack_memo(std::move(text), *l.memo);
+        }
+        if (load_site(inputs, request.sites_dir, name, l.site, site_diags, l.memo.get()) || !site_diags.has_errors()) {
             if (rules_later && !site_diags.has_errors()) {
                 l.pending = std::make_unique<Loaded::PendingChecks>(diags.cap());
                 Loaded::PendingChecks& p = *l.pending;
@@ -205,11 +232,11 @@ void join_checks(std::vector<Loaded>& sites, Diagnostics& diags) {
 // Resolves the requested site names (usage errors go to `result`), then loads and checks
 // them into `sites` and `diags`. False only when a name could not be resolved.
 bool resolve_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>& sites, Diagnostics& diags,
-                       Result& result) {
+                       Result& result, const std::string& memo_dir = {}) {
     Request resolved = request;
     resolved.sites.clear();
     if (!resolve_sites(fs, request, resolved.sites, result)) return false;
-    load_and_check(fs, resolved, sites, diags);
+    load_and_check(fs, resolved, sites, diags, false, memo_dir);
     return true;
 }
 
@@ -234,15 +261,6 @@ std::string plural(size_t n, const char* one, const char* many) { return std::to
 // sitegen itself as an input of every build key: its version and this binary's identity (a
 // rebuilt or replaced sitegen renders everything again), plus SITEGEN_BUILD_SALT, which
 // tests vary and a user may set to force a full rebuild (docs/performance.md).
-std::string tool_identity() {
-    std::string id = "sitegen " SITEGEN_VERSION;
-    struct stat st;
-    if (::stat("/proc/self/exe", &st) == 0)
-        id += " " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) +
-              ":" + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
-    if (const char* salt = std::getenv("SITEGEN_BUILD_SALT")) id += std::string(" salt ") + salt;
-    return id;
-}
 
 void put_text(std::string& out, const std::string& s) { out += std::to_string(s.size()) + ":" + s; }
 
@@ -493,7 +511,8 @@ Result run_check(FileSystem& fs, const Request& request) {
     Result result;
     Diagnostics diags;
     std::vector<Loaded> sites;
-    if (!resolve_and_check(fs, request, sites, diags, result)) return result;
+    // (It reads the stack memo the last build of --out-dir left, and writes nothing.)
+    if (!resolve_and_check(fs, request, sites, diags, result, state_dir_of(request.out_dir))) return result;
     result.err += render_all(diags, reader_for(fs));
     if (diags.has_errors()) { result.exit_code = kExitSiteErrors; return result; }
     result.out += "sitegen: " + plural(sites.size(), "site") + " checked, no errors\n";
@@ -674,6 +693,22 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
                       error + "\n";
 }
 
+// Keeps the stacks this build loaded for the next load (beside the state, and like it a cache:
+// when it cannot be written the next build parses every entry, so that is only a warning).
+void record_memo(FileSystem& fs, const std::string& state_dir, const Loaded& l, Result& result) {
+    if (!l.memo) return;
+    const std::string text = stack_memo_text(*l.memo, l.site);
+    if (text == l.memo->text) return;  // (as read: nothing to write)
+    const std::string path = stack_memo_path(state_dir, l.name);
+    const std::string temp = path + ".new-" + std::to_string(::getpid());
+    std::string error;
+    if (!fs.write(temp, text, false, error) || !fs.rename(temp, path, error)) {
+        std::string ignored;
+        fs.remove_all(temp, ignored);
+        result.err += "sitegen: warning: cannot record the stack memo (the next build parses every stack): " + error + "\n";
+    }
+}
+
 }  // namespace
 
 Result run_build(FileSystem& fs, const Request& request) {
@@ -735,7 +770,7 @@ Result run_build(FileSystem& fs, const Request& request) {
     auto& sites = working->sites;
     std::vector<PreparedSite> prepared;
     const auto load_check_and_key = [&] {
-        load_and_check(fs, resolved, sites, diags, overlap);
+        load_and_check(fs, resolved, sites, diags, overlap, state_dir);
         // The build keys need the sites alone: made while the look may still be going on.
         if (diags.has_errors()) return;
         prepared.resize(sites.size());
@@ -807,7 +842,10 @@ Result run_build(FileSystem& fs, const Request& request) {
         return result;
     }
     if (!request.dry_run && !state_dir.empty())
-        for (size_t s = 0; s < sites.size(); ++s) record_state(fs, request, state_dir, sites[s], next[s], report, result);
+        for (size_t s = 0; s < sites.size(); ++s) {
+            record_state(fs, request, state_dir, sites[s], next[s], report, result);
+            record_memo(fs, state_dir, sites[s], result);
+        }
     if (request.dry_run) {
         for (const auto& p : report.added) result.out += "add     " + p + "\n";
         for (const auto& p : report.changed) result.out += "change  " + p + "\n";

@@ -1,4 +1,4 @@
-// Manifest and build-state text, and the site's digest text walked from the field table.
+// Manifest and build-state text.
 #include "out/manifest.h"
 #include "out/beside.h"
 
@@ -6,11 +6,7 @@
 #include <charconv>
 #include <sstream>
 #include <string_view>
-#include <type_traits>
 #include <utility>
-#include <variant>
-
-#include "site/fields.h"
 
 namespace sitegen {
 
@@ -18,64 +14,6 @@ namespace {
 
 constexpr const char* kStateHeader =
     "# sitegen build state v2: not part of the output tree; a rebuild skips stacks whose key and files are unchanged\n";
-
-template <typename V> struct is_vector : std::false_type {};
-template <typename V> struct is_vector<std::vector<V>> : std::true_type {};
-template <typename V> struct is_pair : std::false_type {};
-template <typename A, typename B> struct is_pair<std::pair<A, B>> : std::true_type {};
-
-// Length-prefixed, so no two different values give the same text.
-void put(std::string& out, const std::string& s) {
-    out += std::to_string(s.size());
-    out += ':';
-    out += s;
-}
-
-template <typename T>
-void put_table(std::string& out, const T& object, bool with_stacks);
-
-template <typename V>
-void put_value(std::string& out, const V& v) {
-    if constexpr (std::is_same_v<V, std::string>) {
-        put(out, v);
-    } else if constexpr (std::is_same_v<V, bool>) {
-        out += v ? 'T' : 'F';
-    } else if constexpr (std::is_same_v<V, int>) {
-        out += 'i' + std::to_string(v) + ';';
-    } else if constexpr (std::is_enum_v<V>) {
-        put(out, enum_names<V>()[static_cast<size_t>(v)].name);
-    } else if constexpr (FieldTable<V>) {
-        put_table(out, v, true);
-    } else if constexpr (is_pair<V>::value) {
-        put_value(out, v.first);
-        put_value(out, v.second);
-    } else if constexpr (is_vector<V>::value) {
-        out += '[' + std::to_string(v.size()) + ';';
-        for (const auto& item : v) put_value(out, item);
-        out += ']';
-    } else {
-        static_assert(std::is_same_v<V, ExtendsPaths>, "a field type the build key does not cover");
-    }
-}
-
-template <typename T>
-void put_table(std::string& out, const T& object, bool with_stacks) {
-    out += '(';
-    for (const auto& row : fields_of<T>())
-        std::visit(
-            [&](auto member) {
-                using M = decltype(member);
-                if constexpr (!std::is_same_v<M, ExtendsPaths>) {  // its files' values are in the model
-                    using V = member_value_t<M>;
-                    if constexpr (std::is_same_v<V, std::vector<Stack>>)
-                        if (!with_stacks) return;
-                    put(out, row.key);
-                    put_value(out, object.*member);
-                }
-            },
-            row.member);
-    out += ')';
-}
 
 }  // namespace
 
@@ -301,17 +239,5 @@ std::string_view BuildState::file_lines(const std::string& id, size_t files) con
 }
 
 std::string state_path(const std::string& dir, const std::string& site_name) { return dir + "/" + site_name; }
-
-std::string site_wide_text(const Site& site) {
-    std::string out;
-    put_table(out, site, false);
-    return out;
-}
-
-std::string stack_text(const Stack& stack) {
-    std::string out;
-    put_table(out, stack, true);
-    return out;
-}
 
 }  // namespace sitegen

@@ -13,6 +13,7 @@
 #include "out/input_log.h"
 #include "site/diagnostics.h"
 #include "site/model.h"
+#include "site/model_text.h"  // site_wide_text, stack_text: inputs of the build keys
 
 namespace sitegen {
 
@@ -81,10 +82,5 @@ bool parse_state(std::string&& text, BuildState& state);
 // `dir` is the out dir's state directory: $SITEGEN_STATE_DIR, else $XDG_CACHE_HOME/sitegen,
 // else ~/.cache/sitegen, then a digest of the out dir's absolute path.
 std::string state_path(const std::string& dir, const std::string& site_name);
-
-// The site as the plan reads it, as unambiguous text (every row of the field table; enum
-// values by name): everything but the stacks, and one stack. Inputs of the build keys.
-std::string site_wide_text(const Site& site);
-std::string stack_text(const Stack& stack);
 
 }  // namespace sitegen

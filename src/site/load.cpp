@@ -7,9 +7,11 @@
 #include <toml++/toml.h>
 
 #include "site/fields.h"
+#include "site/stack_memo.h"
 #include "site/toml_pieces.h"
 #include "site/toml_reader.h"
 #include "node/topology.h"
+#include "out/threads.h"
 
 namespace sitegen {
 
@@ -142,24 +144,28 @@ void read_array(TomlReader& r, const Field<T>& row, const T&, std::vector<Bind>&
 // [[stacks]]: every file adds its stacks, numbered across files. Each starts as the site's
 // [python], which its own python table then overrides key by key.
 template <typename T>
+void read_stack(TomlReader& r, const Field<T>& row, const T& parent, const toml::node& item,
+                std::vector<Stack>& stacks) {
+    const std::string path = r.child(row.key) + "." + std::to_string(stacks.size());
+    r.regions()[path] = region_of(item.source());
+    if (!item.is_table()) {
+        r.diags().error(region_of(item.source()),
+                        std::string("'stacks' entries must be tables ([[stacks]]), found ") + toml_type_name(item));
+        return;
+    }
+    TomlReader entry(*item.as_table(), child_path(r.schema_path(), row.key) + "[]", path, r.regions(), r.diags());
+    Stack stack;
+    if constexpr (std::is_same_v<T, Site>) stack.python = parent.python;  // stacks live at the top level
+    read_rows(entry, stack);
+    entry.report_unknown_keys();
+    stacks.push_back(std::move(stack));
+}
+
+template <typename T>
 void read_array(TomlReader& r, const Field<T>& row, const T& parent, std::vector<Stack>& stacks) {
     const toml::array* items = r.array(row.key);
     if (!items) return;
-    for (const auto& item : *items) {
-        const std::string path = r.child(row.key) + "." + std::to_string(stacks.size());
-        r.regions()[path] = region_of(item.source());
-        if (!item.is_table()) {
-            r.diags().error(region_of(item.source()),
-                            std::string("'stacks' entries must be tables ([[stacks]]), found ") + toml_type_name(item));
-            continue;
-        }
-        TomlReader entry(*item.as_table(), child_path(r.schema_path(), row.key) + "[]", path, r.regions(), r.diags());
-        Stack stack;
-        if constexpr (std::is_same_v<T, Site>) stack.python = parent.python;  // stacks live at the top level
-        read_rows(entry, stack);
-        entry.report_unknown_keys();
-        stacks.push_back(std::move(stack));
-    }
+    for (const auto& item : *items) read_stack(r, row, parent, item, stacks);
 }
 
 // An array of tables whose entries are read row by row: each file's entries are added to what
@@ -227,14 +233,18 @@ void read_array(TomlReader& r, const Field<T>& row, const T&, std::vector<Instal
 }
 
 template <typename T>
+void read_row(TomlReader& r, const Field<T>& row, T& object) {
+    std::visit([&](auto member) {
+        using V = member_value_t<decltype(member)>;
+        if constexpr (std::is_same_v<V, ExtendsPaths>) return;  // applied first, by the Loader
+        else if constexpr (is_table_array<V>::value) read_array(r, row, object, object.*member);
+        else read_key(r, row, object.*member);
+    }, row.member);
+}
+
+template <typename T>
 void read_rows(TomlReader& r, T& object) {
-    for (const Field<T>& row : fields_of<T>())
-        std::visit([&](auto member) {
-            using V = member_value_t<decltype(member)>;
-            if constexpr (std::is_same_v<V, ExtendsPaths>) return;  // applied first, by the Loader
-            else if constexpr (is_table_array<V>::value) read_array(r, row, object, object.*member);
-            else read_key(r, row, object.*member);
-        }, row.member);
+    for (const Field<T>& row : fields_of<T>()) read_row(r, row, object);
 }
 
 // ---- which files may be read: those under the sites directory ---------------------------
@@ -283,15 +293,82 @@ std::string outside_sites_dir(FileSystem& files, const std::string& target, cons
 
 // ---- layers ------------------------------------------------------------------------------
 
+// A `[[stacks]]` entry of a file loaded with a stack memo: its bytes (from its header to the
+// next), its first line, its key, and what it is read from: the memo's entry, read back, or its
+// item in the table of the run of entries it was parsed with.
+struct MemoPiece {
+    size_t begin = 0, end = 0;
+    int line = 0;
+    std::string key;
+    std::string_view entry;  // the memo's (empty: parsed)
+    MemoStack read;          // the entry read back
+    const toml::node* item = nullptr;
+    const toml::array* array = nullptr;  // the `stacks` array holding `item`
+};
+
+// Parses the pieces that are neither read back from the memo nor parsed yet, neighbours
+// together, each run at its lines (toml_pieces' parse_part), on up to split_threads() threads;
+// their tables are added to `roots`. False when one fails or holds other than one entry per piece.
+bool parse_runs(std::string_view text, const std::string& path, std::vector<MemoPiece>& pieces,
+                std::vector<toml::table>& roots) {
+    const auto wanted = [&](size_t i) { return pieces[i].entry.empty() && !pieces[i].item; };
+    size_t bytes = 0;
+    for (size_t i = 0; i < pieces.size(); ++i)
+        if (wanted(i)) bytes += pieces[i].end - pieces[i].begin;
+    // A long run is cut in about as many parts as there are threads (a first build reads every
+    // entry from the text), none smaller than toml_pieces' pieces.
+    const unsigned threads = split_threads();
+    const size_t part_bytes = std::max(TomlPieces().piece_bytes, bytes / threads);
+    std::vector<std::pair<size_t, size_t>> runs;  // [first, last) pieces
+    size_t run_bytes = 0;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+        if (!wanted(i)) continue;
+        if (!runs.empty() && runs.back().second == i && run_bytes < part_bytes) {
+            ++runs.back().second;
+        } else {
+            runs.push_back({i, i + 1});
+            run_bytes = 0;
+        }
+        run_bytes += pieces[i].end - pieces[i].begin;
+    }
+    if (runs.empty()) return true;
+    const size_t first = roots.size();
+    roots.resize(first + runs.size());
+    std::vector<char> failed(runs.size(), 0);
+    share_out(runs.size(), runs.size() > 1 ? threads : 1, [&](size_t r, unsigned) {
+        const MemoPiece& a = pieces[runs[r].first];
+        const MemoPiece& b = pieces[runs[r].second - 1];
+        try {
+            roots[first + r] = parse_part(text, a.begin, b.end, static_cast<size_t>(a.line - 1), path);
+        } catch (const toml::parse_error&) {
+            failed[r] = 1;
+        }
+    });
+    for (size_t r = 0; r < runs.size(); ++r) {
+        const toml::array* items = failed[r] ? nullptr : roots[first + r].get_as<toml::array>("stacks");
+        if (!items || roots[first + r].size() != 1 || items->size() != runs[r].second - runs[r].first) return false;
+        for (size_t i = runs[r].first; i < runs[r].second; ++i) {
+            pieces[i].item = &(*items)[i - runs[r].first];
+            pieces[i].array = items;
+        }
+    }
+    return true;
+}
+
 struct Loader {
     FileSystem& fs;
     Site& site;
     Diagnostics& diags;
     std::string sites_dir;           // nothing outside it is read
     std::vector<std::string> chain;  // canonical paths currently being applied
+    StackMemo* memo = nullptr;       // loaded stacks of the last build (see apply_with_memo)
 
     void apply_file(const std::string& path, const std::string& text, const SourceRegion& from, int depth);
-    void apply_layer(const toml::table& root, const std::string& path, int depth);
+    bool apply_with_memo(const std::string& path, std::string_view text, const TomlOutline& outline, int depth);
+    void apply_layer(const toml::table& root, const std::string& path, int depth,
+                     std::string_view text = {}, std::vector<MemoPiece>* pieces = nullptr);
+    void read_pieces(TomlReader& top, const Field<Site>& row, const std::string& path, std::string_view text,
+                     std::vector<MemoPiece>& pieces);
     void apply_extends(TomlReader& top, const std::string& path, int depth);
 };
 
@@ -322,6 +399,7 @@ void Loader::apply_file(const std::string& path, const std::string& text, const 
                         " deep");
         return;
     }
+    if (memo && apply_with_memo(path, text, outline, depth)) return;
     toml::table root;
     try {
         root = parse_in_pieces(text, path, outline);
@@ -335,11 +413,106 @@ void Loader::apply_file(const std::string& path, const std::string& text, const 
     chain.pop_back();
 }
 
-void Loader::apply_layer(const toml::table& root, const std::string& path, int depth) {
+// With `pieces`, the stacks are those pieces of `text` (see apply_with_memo), not root's.
+void Loader::apply_layer(const toml::table& root, const std::string& path, int depth, std::string_view text,
+                         std::vector<MemoPiece>* pieces) {
     TomlReader top(root, "", "", site.regions, diags);
     apply_extends(top, path, depth);
-    read_rows(top, site);
+    for (const Field<Site>& row : fields_of<Site>()) {
+        if (pieces && std::holds_alternative<std::vector<Stack> Site::*>(row.member)) read_pieces(top, row, path, text, *pieces);
+        else read_row(top, row, site);
+    }
     top.report_unknown_keys();
+}
+
+// A file loaded with a stack memo: the text before its first `[[stacks]]` header is parsed
+// alone; each entry (from its header to the next) whose key the memo holds is read back from
+// it, and the others are parsed in runs of neighbours, each at its lines, so every position
+// is the file's. False, with nothing read, when the text does not split so (or the part before
+// the entries names `stacks`) or a part fails to parse: then the whole text is parsed, for
+// toml++'s own error. (The first entry is always parsed: the region of `stacks` is its array's.)
+bool Loader::apply_with_memo(const std::string& path, std::string_view text, const TomlOutline& outline,
+                             int depth) {
+    const std::vector<size_t> starts = entry_starts(text, outline);
+    if (starts.empty()) return false;
+    toml::table head;
+    try {
+        head = toml::parse(text.substr(0, starts[0]), path);
+    } catch (const toml::parse_error&) {
+        return false;
+    }
+    if (head.contains("stacks")) return false;
+    std::vector<MemoPiece> pieces(starts.size());
+    int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(starts[0]), '\n'));
+    for (size_t i = 0; i < pieces.size(); ++i) {
+        MemoPiece& p = pieces[i];
+        p.begin = starts[i];
+        p.end = i + 1 < starts.size() ? starts[i + 1] : text.size();
+        p.line = line;
+        const std::string_view bytes = text.substr(p.begin, p.end - p.begin);
+        line += static_cast<int>(std::count(bytes.begin(), bytes.end(), '\n'));
+        p.key = stack_memo_key(memo->identity, path, bytes);
+        if (const auto it = memo->entries.find(p.key); i > 0 && it != memo->entries.end()) p.entry = it->second;
+    }
+    // Read back before anything is read into the site; a broken entry is parsed instead.
+    share_out(pieces.size(), pieces.size() >= 256 ? split_threads() : 1, [&](size_t i, unsigned) {
+        MemoPiece& p = pieces[i];
+        if (!p.entry.empty() && !stack_from_memo(p.entry, p.line, path, p.read)) p.entry = {};
+    });
+    // Entries changed here and there, each parsed after as many newlines as precede it, could
+    // cost more than the whole text: then it is parsed whole (memo or not).
+    size_t padding = 0;
+    for (size_t i = 0; i < pieces.size(); ++i)
+        if (pieces[i].entry.empty() && (i == 0 || !pieces[i - 1].entry.empty())) padding += static_cast<size_t>(pieces[i].line);
+    if (padding > text.size()) return false;
+    std::vector<toml::table> roots;
+    if (!parse_runs(text, path, pieces, roots)) return false;
+    site.files.push_back(path);
+    chain.push_back(lexical(path));
+    apply_layer(head, path, depth, text, &pieces);
+    chain.pop_back();
+    return true;
+}
+
+// The stacks of a file loaded with a memo, in order, at the `stacks` row: each read back from
+// the memo when its stack started from the [python] it starts from now, else read from its item.
+void Loader::read_pieces(TomlReader& top, const Field<Site>& row, const std::string& path, std::string_view text,
+                         std::vector<MemoPiece>& pieces) {
+    site.regions[row.key] = region_of(pieces[0].array->source());  // (as fetch records it)
+    const std::string python = stack_memo_python(site.python);
+    for (MemoPiece& p : pieces)
+        if (!p.entry.empty() && stack_memo_python_of(p.entry) != python) p.entry = {};
+    std::vector<toml::table> roots;
+    if (!parse_runs(text, path, pieces, roots)) {
+        // Only entries of another memo can fail here (this sitegen parsed every entry it keeps).
+        try {
+            (void)toml::parse(text, path);
+        } catch (const toml::parse_error& e) {
+            diags.error(region_of(e.source()), std::string(e.description()));
+            return;
+        }
+        diags.error({path, 0, 0}, "internal: a [[stacks]] entry from the stack memo cannot be parsed",
+                    "remove the build state directory's *.stacks files and build again");
+        return;
+    }
+    for (MemoPiece& p : pieces) {
+        const size_t index = site.stacks.size();
+        const size_t findings = diags.error_count() + diags.warning_count() + diags.note_count();
+        if (!p.entry.empty()) {
+            const std::string prefix = "stacks." + std::to_string(index);
+            for (auto& [below, region] : p.read.regions) {
+                std::string key = prefix;
+                key += below;
+                site.regions[std::move(key)] = std::move(region);
+            }
+            site.stacks.push_back(std::move(p.read.stack));
+            ++memo->taken;
+        } else {
+            read_stack(top, row, site, *p.item, site.stacks);
+        }
+        const bool clean = diags.error_count() + diags.warning_count() + diags.note_count() == findings;
+        memo->pieces.push_back({p.key, python, path, index, p.line, p.entry, clean});
+    }
 }
 
 // The files named by `extends`, in order, before the rest of this file.
@@ -421,9 +594,9 @@ void read_environment_files(FileSystem& fs, const std::string& sites_dir, Site& 
 }
 
 bool load_layers(FileSystem& fs, const std::string& sites_dir, const std::string& path, const std::string& text,
-                 Site& out, Diagnostics& diags) {
+                 Site& out, Diagnostics& diags, StackMemo* memo) {
     size_t before = diags.error_count();
-    Loader loader{fs, out, diags, sites_dir, {}};
+    Loader loader{fs, out, diags, sites_dir, {}, memo};
     loader.apply_file(path, text, {path, 0, 0}, 0);
     if (diags.error_count() == before) read_environment_files(fs, sites_dir, out, diags);
     return diags.error_count() == before;
@@ -432,13 +605,13 @@ bool load_layers(FileSystem& fs, const std::string& sites_dir, const std::string
 }  // namespace
 
 bool load_site_text(FileSystem& fs, const std::string& path, const std::string& text, Site& out,
-                    Diagnostics& diags) {
+                    Diagnostics& diags, StackMemo* memo) {
     const std::string sites_dir = stdfs::path(path).parent_path().parent_path().generic_string();
-    return load_layers(fs, sites_dir, path, text, out, diags);
+    return load_layers(fs, sites_dir, path, text, out, diags, memo);
 }
 
 bool load_site(FileSystem& fs, const std::string& sites_dir, const std::string& name, Site& out,
-               Diagnostics& diags) {
+               Diagnostics& diags, StackMemo* memo) {
     const std::string path = site_file(sites_dir, name);
     std::string text, error;
     if (const std::string why = outside_sites_dir(fs, path, sites_dir); !why.empty()) {
@@ -449,7 +622,7 @@ bool load_site(FileSystem& fs, const std::string& sites_dir, const std::string& 
         diags.error({}, "cannot read site '" + name + "': " + error);
         return false;
     }
-    return load_layers(fs, sites_dir, path, text, out, diags);
+    return load_layers(fs, sites_dir, path, text, out, diags, memo);
 }
 
 }  // namespace sitegen

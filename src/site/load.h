@@ -7,6 +7,7 @@
 #include "site/diagnostics.h"
 #include "out/fs.h"
 #include "site/model.h"
+#include "site/stack_memo.h"
 
 namespace sitegen {
 
@@ -27,13 +28,16 @@ std::string site_file(const std::string& sites_dir, const std::string& name);
 // Only files under sites_dir are read: `extends` entries leading elsewhere (by '..', an
 // absolute path or, on disk, a symbolic link) are errors at the entry, and nothing of the
 // target is read; so is a site file that is a link out of sites_dir.
+// With `memo` (the stacks a build loaded, site/stack_memo.h), each `[[stacks]]` entry whose
+// text is unchanged is read back from it instead of parsed: the same site, regions and
+// findings; memo->pieces then says what the next memo holds.
 bool load_site(FileSystem& fs, const std::string& sites_dir, const std::string& name, Site& out,
-               Diagnostics& diags);
+               Diagnostics& diags, StackMemo* memo = nullptr);
 
 // Loads from in-memory text (tests, fuzzing): `path` (<sites_dir>/<name>/site.toml) is the
 // name used in diagnostics and the base for relative `extends`, which are read through `fs`
 // from under <sites_dir>.
 bool load_site_text(FileSystem& fs, const std::string& path, const std::string& text, Site& out,
-                    Diagnostics& diags);
+                    Diagnostics& diags, StackMemo* memo = nullptr);
 
 }  // namespace sitegen

@@ -36,16 +36,31 @@ bool join(std::vector<toml::table>& roots) {
 // Entry headers about `piece_bytes` apart after the first entry; none when the file does not
 // split so (a header after the first entry that is not under `stacks`, a quoted `"stacks"`).
 std::vector<size_t> piece_starts(std::string_view text, const TomlOutline& outline, const TomlPieces& how) {
+    const std::vector<size_t> entries = entry_starts(text, outline);
+    std::vector<size_t> starts;
+    for (size_t i = 1, next = entries.empty() ? 0 : entries[0] + how.piece_bytes; i < entries.size(); ++i) {
+        if (entries[i] < next) continue;
+        starts.push_back(entries[i]);
+        next = entries[i] + how.piece_bytes;
+    }
+    return starts;
+}
+
+toml::table parse_part(std::string_view text, size_t begin, size_t end, size_t lines, std::string_view path) {
+    std::string part(lines, '\n');
+    part.append(text.substr(begin, end - begin));
+    return toml::parse(part, path);
+}
+
+std::vector<size_t> entry_starts(std::string_view text, const TomlOutline& outline) {
     const auto& headers = outline.headers;
     const auto first = std::find_if(headers.begin(), headers.end(), is_entry);
     if (first == headers.end() || !std::all_of(first, headers.end(), under_stacks)) return {};
     std::vector<size_t> starts;
-    size_t next = first->offset + how.piece_bytes;
-    for (auto h = first + 1; h != headers.end(); ++h) {
-        if (!is_entry(*h) || h->offset < next) continue;
-        if (text[h->offset - 1] != '\n') return {};  // (every header starts a line; never split elsewhere)
+    for (auto h = first; h != headers.end(); ++h) {
+        if (!is_entry(*h)) continue;
+        if (h->offset > 0 && text[h->offset - 1] != '\n') return {};
         starts.push_back(h->offset);
-        next = h->offset + how.piece_bytes;
     }
     return starts;
 }
@@ -69,10 +84,8 @@ toml::table parse_in_pieces(std::string_view text, std::string_view path, const 
     std::vector<char> failed(n, 0);
     share_out(n, cores, [&](size_t i, unsigned) {
         const size_t end = i + 1 < n ? begin[i + 1] : text.size();
-        std::string piece(lines[i], '\n');
-        piece.append(text.substr(begin[i], end - begin[i]));
         try {
-            roots[i] = toml::parse(piece, path);
+            roots[i] = parse_part(text, begin[i], end, lines[i], path);
         } catch (const toml::parse_error&) {
             failed[i] = 1;
         }

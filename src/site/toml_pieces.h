@@ -30,6 +30,14 @@ struct TomlPieces {
 // Where the pieces after the first start (none: parsed whole).
 std::vector<size_t> piece_starts(std::string_view text, const TomlOutline& outline, const TomlPieces& how);
 
+// text[begin, end) parsed alone after `lines` newlines (as many as precede `begin`), so that its
+// positions are the file's; throws toml::parse_error as toml::parse does.
+toml::table parse_part(std::string_view text, size_t begin, size_t end, size_t lines, std::string_view path);
+
+// The offset of every top-level `[[stacks]]` header (each at a line's start), when the text
+// splits at them as parse_in_pieces splits (none otherwise): site/load.cpp's stack memo.
+std::vector<size_t> entry_starts(std::string_view text, const TomlOutline& outline);
+
 toml::table parse_in_pieces(std::string_view text, std::string_view path, const TomlOutline& outline,
                             const TomlPieces& how = {});
 
