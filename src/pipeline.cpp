@@ -769,6 +769,9 @@ Result run_build(FileSystem& fs, const Request& request) {
     Diagnostics diags;
     auto& sites = working->sites;
     std::vector<PreparedSite> prepared;
+    // The look's two halves: the live roots on the look's thread from the start, the spares on
+    // this one once the sites are keyed (their rules then run in a child process, the look of
+    // the live roots goes on: this thread would only wait for them).
     const auto load_check_and_key = [&] {
         load_and_check(fs, resolved, sites, diags, overlap, state_dir);
         // The build keys need the sites alone: made while the look may still be going on.
@@ -781,13 +784,16 @@ Result run_build(FileSystem& fs, const Request& request) {
             p.options.hooks = l.hooks;
             p.keys = stack_keys(fs, l, p.options);
         }
+        if (overlap) publisher.look_spares();
     };
     const auto prepare_and_look = [&] {
         if (!overlap) return;  // (the plain order: prepared below, looked at by begin())
         prepare_publish();
-        publisher.look();
+        publisher.look_live();
     };
+    if (overlap) publisher.look_start();
     run_beside(overlap, prepare_and_look, load_check_and_key);
+    if (overlap) publisher.look_end();
     // Every site's findings, the rules' too, before saying why nothing is written.
     const auto refuse_site_errors = [&] {
         result.err += render_all(diags, reader_for(fs));

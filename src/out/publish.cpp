@@ -295,6 +295,13 @@ static bool same_look(bool a_exists, const TreeEntry& a, bool b_exists, const Tr
 }
 
 void Publisher::look() {
+    look_start();
+    look_live();
+    look_spares();
+    look_end();
+}
+
+void Publisher::look_start() {
     const std::string& out = options_.out_dir;
     state_.clear();
     state_.reserve(roots_.size());
@@ -303,6 +310,20 @@ void Publisher::look() {
         r.root = root;
         r.live = join(out, root);
         r.staged = join(out, staging_of(root));
+    }
+    looked_ = looked_live_ = looked_spares_ = false;
+}
+
+void Publisher::look_end() {
+    looked_ = looked_live_ && looked_spares_;
+    if (looked_) ++looks_;
+}
+
+// Each root's manifest and live tree, the live files hashed where their stat is not the known
+// one. (Only the members of Root the spares' half leaves alone.)
+void Publisher::look_live() {
+    for (Root& r : state_) {
+        const std::string& root = r.root;
         r.manifest_exists = fs_.entry(r.live + "/" + kManifestName, r.manifest_top);
         r.old_text = read_manifest(fs_, r.live);
         r.old = parse_manifest(r.old_text);
@@ -334,6 +355,13 @@ void Publisher::look() {
             }
             r.live_of[i] = &placed;
         }
+    }
+    looked_live_ = true;
+}
+
+// Each root's spare (none in a dry run).
+void Publisher::look_spares() {
+    for (Root& r : state_) {
         if (options_.dry_run) continue;
         // The spare is reused when it is a directory whose directories are all 0755 (a fresh
         // tree's); anything else at the staging path is replaced by an empty directory (begin).
@@ -350,8 +378,7 @@ void Publisher::look() {
             else r.spare_others.push_back(&e);  // symlinks, FIFOs: never wanted (begin removes them)
         }
     }
-    looked_ = true;
-    ++looks_;
+    looked_spares_ = true;
 }
 
 bool Publisher::looked_still_holds() {

@@ -76,6 +76,13 @@ public:
     // uses that look if each root, manifest and spare is still the same inode with the same
     // mtime once it holds the lock (every publish swaps whole roots), else looks again.
     void look();
+    // look() in halves that may run on two threads at once (each root's live tree, then each
+    // spare), between look_start() and look_end(): the same look. When one half was not taken
+    // (a build that stopped early), look_end() leaves no look for begin() to use.
+    void look_start();
+    void look_live();
+    void look_spares();
+    void look_end();
     bool begin(Diagnostics& diags);
     bool add(const OutputFile& file, Diagnostics& diags);
     // The same, with the file's sha256_hex already computed (e.g. by the thread that rendered it).
@@ -123,6 +130,7 @@ private:
     size_t files_ = 0;
     unsigned looks_ = 0;
     bool looked_ = false, begun_ = false, failed_ = false, io_error_ = false;
+    bool looked_live_ = false, looked_spares_ = false;  // the halves taken since look_start()
 };
 
 // Publishes `files` (paths relative to out_dir, each under one of `roots`). Returns false

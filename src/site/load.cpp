@@ -499,11 +499,14 @@ void Loader::read_pieces(TomlReader& top, const Field<Site>& row, const std::str
         const size_t index = site.stacks.size();
         const size_t findings = diags.error_count() + diags.warning_count() + diags.note_count();
         if (!p.entry.empty()) {
+            // (The entry lists them in the map's order: each goes right after the one before.)
             const std::string prefix = "stacks." + std::to_string(index);
+            auto at = site.regions.end();
             for (auto& [below, region] : p.read.regions) {
                 std::string key = prefix;
                 key += below;
-                site.regions[std::move(key)] = std::move(region);
+                at = at == site.regions.end() ? site.regions.insert_or_assign(std::move(key), std::move(region)).first
+                                              : site.regions.insert_or_assign(std::next(at), std::move(key), std::move(region));
             }
             site.stacks.push_back(std::move(p.read.stack));
             ++memo->taken;
