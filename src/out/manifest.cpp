@@ -8,6 +8,8 @@
 #include <string_view>
 #include <utility>
 
+#include "text/lines.h"
+
 namespace sitegen {
 
 namespace {
@@ -19,7 +21,7 @@ constexpr const char* kStateHeader =
 
 TreeIndex parse_manifest(const std::string& text) {
     TreeIndex out;
-    out.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')));  // one file per line: no rehash
+    out.reserve(count_newlines(text));  // one file per line: no rehash
     std::string_view rest(text);
     while (!rest.empty()) {
         const auto end = rest.find('\n');
@@ -169,7 +171,7 @@ bool parse_state(const std::string& text, BuildState& state, bool inputs_only) {
     const size_t header = std::char_traits<char>::length(kStateHeader);
     if (text.compare(0, header, kStateHeader) != 0) return false;
     StateReader in{std::string_view(text).substr(header)};
-    if (!inputs_only) state.files.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')));  // (an upper bound: no rehash)
+    if (!inputs_only) state.files.reserve(count_newlines(text));  // (an upper bound: no rehash)
     BuildState::StackRecord* current = nullptr;
     while (in.ok && !in.text.empty()) {
         const std::string_view kind = in.word();
@@ -235,7 +237,7 @@ std::string_view BuildState::file_lines(const std::string& id, size_t files) con
     const auto it = stacks.find(id);
     if (it == stacks.end() || !it->second.lines_size || it->second.lines_at + it->second.lines_size > text.size()) return {};
     const auto lines = std::string_view(text).substr(it->second.lines_at, it->second.lines_size);
-    return static_cast<size_t>(std::count(lines.begin(), lines.end(), '\n')) == files ? lines : std::string_view();
+    return count_newlines(lines) == files ? lines : std::string_view();
 }
 
 std::string state_path(const std::string& dir, const std::string& site_name) { return dir + "/" + site_name; }

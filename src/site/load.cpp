@@ -12,6 +12,7 @@
 #include "site/toml_reader.h"
 #include "node/topology.h"
 #include "out/threads.h"
+#include "text/lines.h"
 
 namespace sitegen {
 
@@ -443,14 +444,14 @@ bool Loader::apply_with_memo(const std::string& path, std::string_view text, con
     }
     if (head.contains("stacks")) return false;
     std::vector<MemoPiece> pieces(starts.size());
-    int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(starts[0]), '\n'));
+    int line = 1 + static_cast<int>(count_newlines(text.substr(0, starts[0])));
     for (size_t i = 0; i < pieces.size(); ++i) {
         MemoPiece& p = pieces[i];
         p.begin = starts[i];
         p.end = i + 1 < starts.size() ? starts[i + 1] : text.size();
         p.line = line;
         const std::string_view bytes = text.substr(p.begin, p.end - p.begin);
-        line += static_cast<int>(std::count(bytes.begin(), bytes.end(), '\n'));
+        line += static_cast<int>(count_newlines(bytes));
         p.key = stack_memo_key(memo->identity, path, bytes);
         if (const auto it = memo->entries.find(p.key); i > 0 && it != memo->entries.end()) p.entry = it->second;
     }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "out/threads.h"
+#include "text/lines.h"
 
 namespace sitegen {
 
@@ -77,8 +78,7 @@ toml::table parse_in_pieces(std::string_view text, std::string_view path, const 
     std::vector<size_t> begin(n, 0), lines(n, 0);
     for (size_t i = 1; i < n; ++i) {
         begin[i] = starts[i - 1];
-        lines[i] = lines[i - 1] + static_cast<size_t>(std::count(text.begin() + static_cast<ptrdiff_t>(begin[i - 1]),
-                                                                 text.begin() + static_cast<ptrdiff_t>(begin[i]), '\n'));
+        lines[i] = lines[i - 1] + count_newlines(text.substr(begin[i - 1], begin[i] - begin[i - 1]));
     }
     std::vector<toml::table> roots(n);
     std::vector<char> failed(n, 0);

@@ -12,7 +12,7 @@ cd "$root/src"
 declare -A allowed=(
   [text]=""
   [node]="site text"
-  [out]="site render"  # render/emit.h: the OutputFile type publish writes
+  [out]="site render text"  # render/emit.h: the OutputFile type publish writes; text: the lowest layer
   [site]="text node out plan"  # out: the FileSystem interface; plan: check asks what the module owns
   [plan]="site text node"
   [render]="plan site text out"
