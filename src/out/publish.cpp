@@ -283,7 +283,7 @@ bool Publisher::as_last_built(const std::string& path, KeptFile& out) const {
     if (live == r->live_files.end() || !live->second.known) return false;
     const FileSpec* spec = live->second.was;  // (a known file is one the manifest lists)
     if (!spec || spec->mode != live->second.entry->mode) return false;
-    out = {path, spec->hash, spec->mode == 0755u, &live->second};
+    out = {path, {}, spec->mode == 0755u, &live->second};  // (the hash: the manifest's, which `found` holds)
     return true;
 }
 
@@ -502,6 +502,7 @@ bool Publisher::place(const std::string& path, std::string hash, bool executable
     const std::string_view rel_view = std::string_view(path).substr(r->root.size() + 1);
     if (!contents && found) {  // (this publisher's own record, as as_last_built handed it out)
         const Root::Live& live = *static_cast<const Root::Live*>(found);
+        if (hash.empty() && live.was) hash = live.was->hash;  // (as_last_built leaves it to the record)
         if (live.known && live.was && live.was->hash == hash && live.was->mode == (executable ? 0755u : 0644u) &&
             live.entry->path == rel_view)
             return place_kept(*r, path, found);

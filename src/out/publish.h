@@ -22,7 +22,7 @@ constexpr const char* kManifestName = ".sitegen-manifest";
 // into a staged tree), with the hash and mode of the old manifest.
 struct KeptFile {
     std::string path;  // relative to out_dir
-    std::string hash;
+    std::string hash;  // ("" from as_last_built: the manifest's, which `found` holds)
     bool executable = false;
     const void* found = nullptr;  // the publisher's record of the live file, when as_last_built found it
 };
@@ -92,7 +92,8 @@ public:
     bool add_kept(std::string hash, const KeptFile& file, Diagnostics& diags);
     // After begin(): whether the live file at `path` (relative to out_dir) is as the last
     // build left it (its stat is the one `known` recorded, its mode the manifest's); if so
-    // `out` is what add_kept needs (path, the manifest's hash, mode).
+    // `out` is what add_kept needs (path, mode, and the record of the file, whose manifest hash
+    // add_kept takes: `out.hash` is left empty).
     bool as_last_built(const std::string& path, KeptFile& out) const;
     // True when published (or, in a dry run, compared); `report` as publish() fills it.
     bool finish(PublishReport& report, Diagnostics& diags);

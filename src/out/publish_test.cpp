@@ -474,9 +474,22 @@ bool publish_keeping(MemoryFs& fs, const OutputList& files, const PublishReport&
     Publisher publisher(fs, kRoots, options);
     if (!publisher.begin(diags)) return false;
     kept = 0;
+    // The last build's hash of a file: its root's live manifest line (as_last_built leaves the
+    // hash to the record it hands out).
+    const auto last_hash = [&](const std::string& path) {
+        for (const std::string& root : kRoots)
+            if (path.compare(0, root.size() + 1, root + "/") == 0) {
+                std::string text, error;
+                if (!fs.read("out/" + root + "/" + kManifestName, text, error)) return std::string();
+                const TreeIndex index = parse_manifest(text);
+                const auto it = index.find(path.substr(root.size() + 1));
+                return it == index.end() ? std::string() : it->second.hash;
+            }
+        return std::string();
+    };
     for (const auto& f : files) {
         KeptFile k;
-        if (publisher.as_last_built(f.path, k) && k.hash == sha256_hex(f.contents)) {
+        if (publisher.as_last_built(f.path, k) && k.hash.empty() && last_hash(f.path) == sha256_hex(f.contents)) {
             ++kept;
             publisher.add_kept(k, diags);
         } else {
