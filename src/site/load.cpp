@@ -301,7 +301,7 @@ struct MemoPiece {
     size_t begin = 0, end = 0;
     int line = 0;
     std::string key;
-    std::string_view entry;  // the memo's (empty: parsed)
+    StackMemo::Entry entry;  // the memo's (empty text: parsed)
     MemoStack read;          // the entry read back
     const toml::node* item = nullptr;
     const toml::array* array = nullptr;  // the `stacks` array holding `item`
@@ -312,7 +312,7 @@ struct MemoPiece {
 // their tables are added to `roots`. False when one fails or holds other than one entry per piece.
 bool parse_runs(std::string_view text, const std::string& path, std::vector<MemoPiece>& pieces,
                 std::vector<toml::table>& roots) {
-    const auto wanted = [&](size_t i) { return pieces[i].entry.empty() && !pieces[i].item; };
+    const auto wanted = [&](size_t i) { return pieces[i].entry.text.empty() && !pieces[i].item; };
     size_t bytes = 0;
     for (size_t i = 0; i < pieces.size(); ++i)
         if (wanted(i)) bytes += pieces[i].end - pieces[i].begin;
@@ -458,13 +458,13 @@ bool Loader::apply_with_memo(const std::string& path, std::string_view text, con
     // Read back before anything is read into the site; a broken entry is parsed instead.
     share_out(pieces.size(), pieces.size() >= 256 ? split_threads() : 1, [&](size_t i, unsigned) {
         MemoPiece& p = pieces[i];
-        if (!p.entry.empty() && !stack_from_memo(p.entry, p.line, path, p.read)) p.entry = {};
+        if (!p.entry.text.empty() && !stack_from_memo(p.entry.text, p.line, path, p.read)) p.entry = {};
     });
     // Entries changed here and there, each parsed after as many newlines as precede it, could
     // cost more than the whole text: then it is parsed whole (memo or not).
     size_t padding = 0;
     for (size_t i = 0; i < pieces.size(); ++i)
-        if (pieces[i].entry.empty() && (i == 0 || !pieces[i - 1].entry.empty())) padding += static_cast<size_t>(pieces[i].line);
+        if (pieces[i].entry.text.empty() && (i == 0 || !pieces[i - 1].entry.text.empty())) padding += static_cast<size_t>(pieces[i].line);
     if (padding > text.size()) return false;
     std::vector<toml::table> roots;
     if (!parse_runs(text, path, pieces, roots)) return false;
@@ -482,7 +482,7 @@ void Loader::read_pieces(TomlReader& top, const Field<Site>& row, const std::str
     site.regions[row.key] = region_of(pieces[0].array->source());  // (as fetch records it)
     const std::string python = stack_memo_python(site.python);
     for (MemoPiece& p : pieces)
-        if (!p.entry.empty() && stack_memo_python_of(p.entry) != python) p.entry = {};
+        if (!p.entry.text.empty() && stack_memo_python_of(p.entry.text) != python) p.entry = {};
     std::vector<toml::table> roots;
     if (!parse_runs(text, path, pieces, roots)) {
         // Only entries of another memo can fail here (this sitegen parsed every entry it keeps).
@@ -499,7 +499,7 @@ void Loader::read_pieces(TomlReader& top, const Field<Site>& row, const std::str
     for (MemoPiece& p : pieces) {
         const size_t index = site.stacks.size();
         const size_t findings = diags.error_count() + diags.warning_count() + diags.note_count();
-        if (!p.entry.empty()) {
+        if (!p.entry.text.empty()) {
             // (The entry lists them in the map's order: each goes right after the one before.)
             const std::string prefix = "stacks." + std::to_string(index);
             auto at = site.regions.end();

@@ -139,7 +139,7 @@ void read_stack_memo(std::string text, StackMemo& memo) {
         if (!in.ok || n >= in.in.size() || in.in[n] != '\n') break;
         const std::string_view entry = in.in.substr(0, n);
         if (sha256_hex(entry) != digest) break;
-        memo.entries.emplace(key, entry);
+        memo.entries.emplace(key, StackMemo::Entry{entry, digest});
         rest = in.in.substr(n + 1);
     }
     if (!rest.empty()) memo.entries.clear();  // (a broken memo is not half used)
@@ -149,13 +149,14 @@ std::string stack_memo_text(const StackMemo& memo, const Site& site) {
     std::string out(kHeader);
     for (const StackMemo::Piece& p : memo.pieces) {
         if (!p.clean || p.stack >= site.stacks.size()) continue;
-        const std::string made =
-            p.entry.empty() ? stack_memo_entry(site, p.stack, p.line, p.path, p.python) : std::string();
-        const std::string_view entry = p.entry.empty() ? std::string_view(made) : p.entry;
+        // (An entry from the memo keeps its digest: a one-stack rebuild hashes one entry.)
+        const bool made_here = p.entry.text.empty();
+        const std::string made = made_here ? stack_memo_entry(site, p.stack, p.line, p.path, p.python) : std::string();
+        const std::string_view entry = made_here ? std::string_view(made) : p.entry.text;
         if (entry.empty() || p.key.size() != kKeyChars) continue;
         out += p.key;
         out += ' ';
-        out += sha256_hex(entry);
+        out += made_here ? sha256_hex(entry) : std::string(p.entry.digest);
         out += ' ';
         out += std::to_string(entry.size());
         out += '\n';

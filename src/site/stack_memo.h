@@ -17,9 +17,12 @@ namespace sitegen {
 
 struct StackMemo {
     std::string identity;  // the sitegen that reads it (entries of another one never match)
-    // The memo as read: entry text by key (views into `text`).
+    // The memo as read: each entry's text and digest by key (views into `text`).
     std::string text;
-    std::unordered_map<std::string_view, std::string_view> entries;
+    struct Entry {
+        std::string_view text, digest;
+    };
+    std::unordered_map<std::string_view, Entry> entries;
     // What a load did with it: each [[stacks]] entry it read from a piece of its file, in order.
     struct Piece {
         std::string key;
@@ -27,7 +30,7 @@ struct StackMemo {
         std::string path;        // the file it is in
         size_t stack = 0;        // its index in site.stacks
         int line = 0;            // its `[[stacks]]` header's line
-        std::string_view entry;  // taken from the memo ("": read from the text)
+        StackMemo::Entry entry;  // taken from the memo (empty text: read from the site file)
         bool clean = true;       // reading it added no finding (else it is not kept)
     };
     std::vector<Piece> pieces;
