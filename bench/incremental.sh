@@ -5,8 +5,9 @@
 # location (default: tmpfs and disk).
 #   bench/incremental.sh SITEGEN [N] [DIR...]     (default N 2000, DIR /dev/shm /var/tmp)
 # Wall times: best of 3 (noisy on a shared machine). "check only" is `sitegen check` of the
-# same site: loading, checking and the rules, which every rebuild after an edit runs whole (any
-# edit may change any finding), so it is the floor under "next change". With CALLGRIND=M it
+# same site and out dir (so it reads the stack memo the builds left, as a rebuild does):
+# loading, checking and the rules, which every rebuild after an edit runs whole (any edit may
+# change any finding), so it is the floor under "next change". With CALLGRIND=M it
 # also prints the instructions of the sitegen process (its threads; not its forked sandboxes,
 # whose counts callgrind starts from the parent's) in the builds of an M-stack site, all and
 # outside SHA-256 (which runs its portable code under valgrind, not SHA-NI): the repeatable
@@ -46,7 +47,7 @@ for dir in "${dirs[@]}"; do
     t=$EPOCHREALTIME; build; one+=("$(secs "$t")")
     edit "$work/sites"
     t=$EPOCHREALTIME; build; next+=("$(secs "$t")")
-    t=$EPOCHREALTIME; "$sitegen" --sites-dir "$work/sites" check bench >/dev/null; check+=("$(secs "$t")")
+    t=$EPOCHREALTIME; "$sitegen" --sites-dir "$work/sites" --out-dir "$work/out" check bench >/dev/null; check+=("$(secs "$t")")
   done
   f=$(best "${full[@]}") u=$(best "${noop[@]}") o=$(best "${one[@]}") x=$(best "${next[@]}") c=$(best "${check[@]}")
   ratio() { awk -v a="$1" -v b="$f" 'BEGIN { printf "%.3f", a / b }'; }
@@ -66,7 +67,10 @@ if [[ -n ${CALLGRIND:-} ]]; then
     local pid all sha
     pid=$(head -1 "$work/log" | sed -E 's/^==([0-9]+)==.*/\1/')
     all=$(grep "^==$pid== Collected" "$work/log" | awk '{ print $4 }')
-    sha=$(callgrind_annotate --inclusive=yes "$work/cg.$pid" | awk '/sitegen::sha256_hex/ { gsub(",", "", $1); s += $1 } END { print s + 0 }')
+    # (every block hashed goes through a compress function, called through a pointer, so never
+    # inlined: digests of outputs, build keys, memo keys; listed whole: --threshold=100)
+    sha=$(callgrind_annotate --inclusive=yes --threshold=100 "$work/cg.$pid" |
+      awk '/sitegen::\(anonymous namespace\)::compress_(portable|bmi2|sha_ni)\(/ && !/=>/ { gsub(",", "", $1); s += $1 } END { print s + 0 }')
     echo "$all $((all - sha))"
   }
   read -r fa fo < <(count)

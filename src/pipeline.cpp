@@ -693,12 +693,12 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
                       error + "\n";
 }
 
-// Keeps the stacks this build loaded for the next load (beside the state, and like it a cache:
-// when it cannot be written the next build parses every entry, so that is only a warning).
-void record_memo(FileSystem& fs, const std::string& state_dir, const Loaded& l, Result& result) {
-    if (!l.memo) return;
-    const std::string text = stack_memo_text(*l.memo, l.site);
-    if (text == l.memo->text) return;  // (as read: nothing to write)
+// Keeps the stacks this build loaded for the next load (`text`: stack_memo_text), beside the
+// state and like it a cache: when it cannot be written the next build parses every entry, so
+// that is only a warning.
+void record_memo(FileSystem& fs, const std::string& state_dir, const Loaded& l, const std::string& text,
+                 Result& result) {
+    if (!l.memo || text == l.memo->text) return;  // (as read: nothing to write)
     const std::string path = stack_memo_path(state_dir, l.name);
     const std::string temp = path + ".new-" + std::to_string(::getpid());
     std::string error;
@@ -840,17 +840,24 @@ Result run_build(FileSystem& fs, const Request& request) {
         result.exit_code = kExitSiteErrors;
         return result;
     }
-    bool ok = publisher.finish(report, diags);
+    // Each site's stack memo is made while the publish finishes (it needs the loaded site alone).
+    const bool records = !request.dry_run && !state_dir.empty();
+    std::vector<std::string> memo_texts(sites.size());
+    bool ok = false;
+    run_beside(records && render_threads() > 1, [&] {
+        for (size_t s = 0; records && s < sites.size(); ++s)
+            if (sites[s].memo) memo_texts[s] = stack_memo_text(*sites[s].memo, sites[s].site);
+    }, [&] { ok = publisher.finish(report, diags); });
     result.err += render_all(diags, reader_for(fs));
     if (!ok) {
         result.err += "sitegen: nothing written\n";
         result.exit_code = kExitIo;  // refused (hand edits) or failed writing
         return result;
     }
-    if (!request.dry_run && !state_dir.empty())
+    if (records)
         for (size_t s = 0; s < sites.size(); ++s) {
             record_state(fs, request, state_dir, sites[s], next[s], report, result);
-            record_memo(fs, state_dir, sites[s], result);
+            record_memo(fs, state_dir, sites[s], memo_texts[s], result);
         }
     if (request.dry_run) {
         for (const auto& p : report.added) result.out += "add     " + p + "\n";
