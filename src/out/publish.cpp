@@ -502,10 +502,11 @@ bool Publisher::place(const std::string& path, std::string hash, bool executable
     const std::string_view rel_view = std::string_view(path).substr(r->root.size() + 1);
     if (!contents && found) {  // (this publisher's own record, as as_last_built handed it out)
         const Root::Live& live = *static_cast<const Root::Live*>(found);
-        if (hash.empty() && live.was) hash = live.was->hash;  // (as_last_built leaves it to the record)
-        if (live.known && live.was && live.was->hash == hash && live.was->mode == (executable ? 0755u : 0644u) &&
-            live.entry->path == rel_view)
+        // (as_last_built leaves the hash to the record: compared, and copied only if not kept)
+        if (live.known && live.was && (hash.empty() || live.was->hash == hash) &&
+            live.was->mode == (executable ? 0755u : 0644u) && live.entry->path == rel_view)
             return place_kept(*r, path, found);
+        if (hash.empty() && live.was) hash = live.was->hash;
     }
     Root::Live* live = nullptr;  // the live file at this path, if any
     if (const auto it = r->live_files.find(rel_view); it != r->live_files.end()) live = &it->second;

@@ -1,5 +1,6 @@
 // libFuzzer target: arbitrary bytes as a site file -> parsed whole and in pieces (the same
-// table or the same error) -> load -> check -> the built-in Lua rules
+// table or the same error) -> loaded with and without a stack memo of itself (the same site,
+// regions and findings) -> load -> check -> the built-in Lua rules
 // -> every emitter -> the self-check of the generated modulefiles -> rendering every finding
 // (with excerpts of the input) -> publishing into memory, twice (the second must change
 // nothing). Any crash, hang, sanitizer report or escaped exception is a bug.
@@ -16,6 +17,8 @@
 #include "render/emit.h"
 #include "site/check.h"
 #include "site/load.h"
+#include "site/model_text.h"
+#include "site/stack_memo.h"
 #include "site/toml_pieces.h"
 
 namespace {
@@ -48,6 +51,34 @@ void check_pieces(const std::string& text) {
     if (whole.second != pieces.second || !(whole.first == pieces.first)) std::abort();
 }
 
+// Everything a load of `text` gives, as text: the model, every stack, every region, the
+// findings in order; `site` keeps the model (for the memo the load leaves).
+std::string loaded(sitegen::FileSystem& fs, const std::string& text, sitegen::StackMemo* memo, sitegen::Site& site) {
+    using namespace sitegen;
+    Diagnostics diags;
+    load_site_text(fs, "sites/fuzz/site.toml", text, site, diags, memo);
+    std::string out = site_wide_text(site);
+    for (const Stack& s : site.stacks) out += "\n" + stack_text(s) + "|" + s.python.environment;
+    for (const auto& [key, r] : site.regions)
+        out += "\n" + key + "=" + r.file + ":" + std::to_string(r.line) + ":" + std::to_string(r.column);
+    for (const Diagnostic& d : diags.all())
+        out += "\n" + d.where.file + ":" + std::to_string(d.where.line) + ":" + std::to_string(d.where.column) + " " +
+               d.message + " / " + d.hint;
+    return out + "\n" + std::to_string(diags.error_count()) + " " + std::to_string(diags.warning_count());
+}
+
+// A load that reads entries back from the memo a load of the same text left gives what a load
+// without a memo gives.
+void check_memo(sitegen::FileSystem& fs, const std::string& text) {
+    sitegen::Site plain_site, first_site, second_site;
+    const std::string plain = loaded(fs, text, nullptr, plain_site);
+    sitegen::StackMemo first, second;
+    first.identity = second.identity = "fuzz";
+    if (loaded(fs, text, &first, first_site) != plain) std::abort();
+    sitegen::read_stack_memo(sitegen::stack_memo_text(first, first_site), second);
+    if (loaded(fs, text, &second, second_site) != plain) std::abort();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -59,6 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);
     check_pieces(text);
     fs.files["sites/fuzz/site.toml"] = {text, false};
+    check_memo(fs, text);
     Site site;
     Diagnostics diags;
     const SourceReader reader = [&fs](const std::string& path, std::string& out) {
