@@ -80,6 +80,10 @@ bool resolve_sites(FileSystem& fs, const Request& request, std::vector<std::stri
     return true;
 }
 
+// sitegen itself as an input of every build key (and of the stack memo's keys): its version
+// and this binary's identity (a rebuilt or replaced sitegen renders everything again), plus
+// SITEGEN_BUILD_SALT, which tests vary and a user may set to force a full rebuild
+// (docs/performance.md).
 std::string tool_identity() {
     std::string id = "sitegen " SITEGEN_VERSION;
     struct stat st;
@@ -107,7 +111,7 @@ struct Loaded {
     std::vector<std::string> rule_dirs;
     std::vector<Diagnostic> findings;
     bool findings_complete = false;  // every finding of this site is in `findings`, none clipped
-    std::unique_ptr<StackMemo> memo;  // the stacks the last build loaded (a build's load only)
+    std::unique_ptr<StackMemo> memo;  // the stacks the last build loaded (build and check only)
     // A build runs the Lua rules of a site that passed load and check on a thread of their own
     // (their sandbox is a child process the thread waits for) while the hooks and the build
     // keys go on; join_checks() ends them before anything is written.
@@ -257,10 +261,6 @@ std::string plural(size_t n, const char* word) {
 }
 
 std::string plural(size_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
-
-// sitegen itself as an input of every build key: its version and this binary's identity (a
-// rebuilt or replaced sitegen renders everything again), plus SITEGEN_BUILD_SALT, which
-// tests vary and a user may set to force a full rebuild (docs/performance.md).
 
 void put_text(std::string& out, const std::string& s) { out += std::to_string(s.size()) + ":" + s; }
 
