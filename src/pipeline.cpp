@@ -262,7 +262,7 @@ std::string plural(size_t n, const char* word) {
 
 std::string plural(size_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
 
-void put_text(std::string& out, const std::string& s) { out += std::to_string(s.size()) + ":" + s; }
+void put_text(std::string& out, const std::string& s) { append_prefixed(out, s); }
 
 // What the hooks add to one stack, as text for its key.
 std::string hook_text(const HookAdditions& h) {
@@ -612,6 +612,16 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const B
     self_check.finish(diags);
 }
 
+// `path` holds `text`, written beside it and renamed over it (a reader sees the old file or
+// the new one, never half of one); a temporary file left by a failure is removed.
+bool replace_file(FileSystem& fs, const std::string& path, const std::string& text, std::string& error) {
+    const std::string temp = path + ".new-" + std::to_string(::getpid());
+    if (fs.write(temp, text, false, error) && fs.rename(temp, path, error)) return true;
+    std::string ignored;
+    fs.remove_all(temp, ignored);
+    return false;
+}
+
 // Records a site's build state after its publish (a cache: replaced whole by write + rename;
 // when it cannot be written the next build renders everything, so that is only a warning).
 void record_state(FileSystem& fs, const Request& request, const std::string& state_dir, const Loaded& l,
@@ -683,11 +693,8 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
     const std::string text = complete ? state_text(state, render_threads() > 1) : "";  // "": cannot be written
     complete = !text.empty();
     const std::string path = state_path(state_dir, l.site.site.name);
-    const std::string temp = path + ".new-" + std::to_string(::getpid());
     std::string error;
-    const bool written = complete ? fs.write(temp, text, false, error) &&
-                                        fs.rename(temp, path, error)
-                                  : fs.remove_all(path, error);
+    const bool written = complete ? replace_file(fs, path, text, error) : fs.remove_all(path, error);
     if (!written)
         result.err += "sitegen: warning: cannot record the build state (the next build renders every stack): " +
                       error + "\n";
@@ -699,14 +706,9 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
 void record_memo(FileSystem& fs, const std::string& state_dir, const Loaded& l, const std::string& text,
                  Result& result) {
     if (!l.memo || text == l.memo->text) return;  // (as read: nothing to write)
-    const std::string path = stack_memo_path(state_dir, l.name);
-    const std::string temp = path + ".new-" + std::to_string(::getpid());
     std::string error;
-    if (!fs.write(temp, text, false, error) || !fs.rename(temp, path, error)) {
-        std::string ignored;
-        fs.remove_all(temp, ignored);
+    if (!replace_file(fs, stack_memo_path(state_dir, l.name), text, error))
         result.err += "sitegen: warning: cannot record the stack memo (the next build parses every stack): " + error + "\n";
-    }
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 // The model as length-prefixed text from the field table, and a stack's text read back.
 #include "site/model_text.h"
 
-#include <charconv>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -20,26 +19,19 @@ template <typename A, typename B> struct is_pair<std::pair<A, B>> : std::true_ty
 
 // ---- writing ------------------------------------------------------------------------------
 
-// Length-prefixed, so no two different values give the same text.
-void put(std::string& out, std::string_view s) {
-    out += std::to_string(s.size());
-    out += ':';
-    out += s;
-}
-
 template <typename T>
 void put_table(std::string& out, const T& object, bool with_stacks);
 
 template <typename V>
 void put_value(std::string& out, const V& v) {
     if constexpr (std::is_same_v<V, std::string>) {
-        put(out, v);
+        append_prefixed(out, v);
     } else if constexpr (std::is_same_v<V, bool>) {
         out += v ? 'T' : 'F';
     } else if constexpr (std::is_same_v<V, int>) {
         out += 'i' + std::to_string(v) + ';';
     } else if constexpr (std::is_enum_v<V>) {
-        put(out, enum_names<V>()[static_cast<size_t>(v)].name);
+        append_prefixed(out, enum_names<V>()[static_cast<size_t>(v)].name);
     } else if constexpr (FieldTable<V>) {
         put_table(out, v, true);
     } else if constexpr (is_pair<V>::value) {
@@ -65,7 +57,7 @@ void put_table(std::string& out, const T& object, bool with_stacks) {
                     using V = member_value_t<M>;
                     if constexpr (std::is_same_v<V, std::vector<Stack>>)
                         if (!with_stacks) return;
-                    put(out, row.key);
+                    append_prefixed(out, row.key);
                     put_value(out, object.*member);
                 }
             },
@@ -75,52 +67,23 @@ void put_table(std::string& out, const T& object, bool with_stacks) {
 
 // ---- reading back -------------------------------------------------------------------------
 
-// Reads what put_value wrote, never past the end of the text; `ok` turns false for good at the
-// first thing that is not.
-struct TextReader {
-    std::string_view in;
-    bool ok = true;
-
-    bool literal(char c) {
-        if (!ok || in.empty() || in.front() != c) return ok = false;
-        in.remove_prefix(1);
-        return true;
-    }
-    // Digits up to `end`: a count or an int.
-    template <typename N>
-    bool number(N& n, char end) {
-        if (!ok) return false;
-        const auto [ptr, ec] = std::from_chars(in.data(), in.data() + in.size(), n);
-        if (ec != std::errc() || ptr == in.data()) return ok = false;
-        in.remove_prefix(static_cast<size_t>(ptr - in.data()));
-        return literal(end);
-    }
-    bool string(std::string_view& s) {
-        size_t n = 0;
-        if (!number(n, ':') || n > in.size()) return ok = false;
-        s = in.substr(0, n);
-        in.remove_prefix(n);
-        return true;
-    }
-};
-
 template <typename T>
-bool get_table(TextReader& in, T& object);
+bool get_table(PrefixedReader& in, T& object);
 
 template <typename V>
-bool get_value(TextReader& in, V& v) {
+bool get_value(PrefixedReader& in, V& v) {
     if constexpr (std::is_same_v<V, std::string>) {
-        std::string_view s;
-        if (in.string(s)) v.assign(s);
+        const std::string_view s = in.prefixed();
+        if (in.ok) v.assign(s);
     } else if constexpr (std::is_same_v<V, bool>) {
         if (!in.in.empty() && (in.in.front() == 'T' || in.in.front() == 'F')) v = in.in.front() == 'T';
         else in.ok = false;
         if (in.ok) in.in.remove_prefix(1);
     } else if constexpr (std::is_same_v<V, int>) {
-        if (in.literal('i')) in.number(v, ';');
+        if (in.literal('i')) v = in.number<int>(';');
     } else if constexpr (std::is_enum_v<V>) {
-        std::string_view name;
-        if (!in.string(name)) return false;
+        const std::string_view name = in.prefixed();
+        if (!in.ok) return false;
         bool found = false;
         for (const auto& n : enum_names<V>())
             if (name == n.name) {
@@ -133,9 +96,9 @@ bool get_value(TextReader& in, V& v) {
     } else if constexpr (is_pair<V>::value) {
         if (get_value(in, v.first)) get_value(in, v.second);
     } else if constexpr (is_vector<V>::value) {
-        size_t n = 0;
         // (every item takes at least one byte: a count beyond the text is a broken text, not an allocation)
-        if (!in.literal('[') || !in.number(n, ';') || n > in.in.size()) return in.ok = false;
+        const size_t n = in.literal('[') ? in.number<size_t>(';') : 0;
+        if (!in.ok || n > in.in.size()) return in.ok = false;
         v.clear();
         v.reserve(n);
         for (size_t i = 0; i < n && in.ok; ++i) get_value(in, v.emplace_back());
@@ -147,15 +110,15 @@ bool get_value(TextReader& in, V& v) {
 }
 
 template <typename T>
-bool get_table(TextReader& in, T& object) {
+bool get_table(PrefixedReader& in, T& object) {
     if (!in.literal('(')) return false;
     for (const auto& row : fields_of<T>()) {
         std::visit(
             [&](auto member) {
                 using M = decltype(member);
                 if constexpr (!std::is_same_v<M, ExtendsPaths>) {
-                    std::string_view key;
-                    if (!in.string(key) || key != row.key) in.ok = false;
+                    const std::string_view key = in.prefixed();
+                    if (!in.ok || key != row.key) in.ok = false;
                     else get_value(in, object.*member);
                 }
             },
@@ -186,7 +149,7 @@ std::string python_text(const Python& python) {
 }
 
 bool read_stack_text(std::string_view text, Stack& out) {
-    TextReader in{text};
+    PrefixedReader in{text};
     return get_table(in, out) && in.in.empty();
 }
 

@@ -1,7 +1,6 @@
 // stack_memo: loaded [[stacks]] entries by the hash of their text, written and read back.
 #include "site/stack_memo.h"
 
-#include <charconv>
 
 #include "out/sha256.h"
 #include "site/model_text.h"
@@ -13,46 +12,10 @@ namespace {
 constexpr std::string_view kHeader = "# sitegen stack memo v1: loaded [[stacks]] entries by key; a cache beside the build state\n";
 constexpr size_t kKeyChars = 64;  // hex SHA-256
 
-void put(std::string& out, std::string_view s) {
-    out += std::to_string(s.size());
-    out += ':';
-    out += s;
-}
-
 void put_int(std::string& out, long long n) {
     out += std::to_string(n);
     out += ';';
 }
-
-// Reads what put and put_int wrote, never past the end; `ok` turns false for good.
-struct Reader {
-    std::string_view in;
-    bool ok = true;
-
-    template <typename N>
-    N number(char end) {
-        N n{};
-        if (!ok) return n;
-        const auto [ptr, ec] = std::from_chars(in.data(), in.data() + in.size(), n);
-        const size_t used = static_cast<size_t>(ptr - in.data());
-        if (ec != std::errc() || used == 0 || used >= in.size() || in[used] != end) {
-            ok = false;
-            return n;
-        }
-        in.remove_prefix(used + 1);
-        return n;
-    }
-    std::string_view string() {
-        const size_t n = number<size_t>(':');
-        if (!ok || n > in.size()) {
-            ok = false;
-            return {};
-        }
-        const std::string_view s = in.substr(0, n);
-        in.remove_prefix(n);
-        return s;
-    }
-};
 
 // "stacks.<index>": the model path of a stack and the prefix of its regions.
 std::string stack_path(size_t index) { return "stacks." + std::to_string(index); }
@@ -61,16 +24,16 @@ std::string stack_path(size_t index) { return "stacks." + std::to_string(index);
 
 std::string stack_memo_key(const std::string& identity, const std::string& path, std::string_view piece) {
     std::string head(kHeader);
-    put(head, identity);
-    put(head, path);
+    append_prefixed(head, identity);
+    append_prefixed(head, path);
     return Sha256().update(head).update(piece).hex();
 }
 
 std::string stack_memo_python(const Python& python) { return sha256_hex(python_text(python)); }
 
 std::string_view stack_memo_python_of(std::string_view entry) {
-    Reader in{entry};
-    const std::string_view python = in.string();
+    PrefixedReader in{entry};
+    const std::string_view python = in.prefixed();
     return in.ok ? python : std::string_view();
 }
 
@@ -79,8 +42,8 @@ std::string_view stack_memo_python_of(std::string_view entry) {
 std::string stack_memo_entry(const Site& site, size_t index, int line, const std::string& path,
                              const std::string& python) {
     std::string out;
-    put(out, python);
-    put(out, stack_text(site.stacks[index]));
+    append_prefixed(out, python);
+    append_prefixed(out, stack_text(site.stacks[index]));
     const std::string prefix = stack_path(index);
     std::string regions;
     size_t count = 0;
@@ -93,7 +56,7 @@ std::string stack_memo_entry(const Site& site, size_t index, int line, const std
         }
         const SourceRegion& r = it->second;
         if (r.file != path || (r.line != 0 && r.line < line)) return {};  // (not from this piece)
-        put(regions, std::string_view(key).substr(prefix.size()));
+        append_prefixed(regions, std::string_view(key).substr(prefix.size()));
         put_int(regions, r.line == 0 ? -1 : r.line - line);
         put_int(regions, r.column);
         ++count;
@@ -104,16 +67,16 @@ std::string stack_memo_entry(const Site& site, size_t index, int line, const std
 }
 
 bool stack_from_memo(std::string_view entry, int line, const std::string& path, MemoStack& out) {
-    Reader in{entry};
-    in.string();  // (the python digest: the caller compared it)
-    const std::string_view text = in.string();
+    PrefixedReader in{entry};
+    in.prefixed();  // (the python digest: the caller compared it)
+    const std::string_view text = in.prefixed();
     if (!in.ok || !read_stack_text(text, out.stack)) return false;
     const size_t count = in.number<size_t>(';');
     if (!in.ok || count > in.in.size()) return false;
     out.regions.clear();
     out.regions.reserve(count);
     for (size_t i = 0; i < count && in.ok; ++i) {
-        const std::string_view below = in.string();
+        const std::string_view below = in.prefixed();
         const int delta = in.number<int>(';');
         const int column = in.number<int>(';');
         if (delta < -1 || (!below.empty() && below.front() != '.')) in.ok = false;
@@ -134,7 +97,7 @@ void read_stack_memo(std::string text, StackMemo& memo) {
         if (rest.size() < 2 * kKeyChars + 3 || rest[kKeyChars] != ' ' || rest[2 * kKeyChars + 1] != ' ') break;
         const std::string_view key = rest.substr(0, kKeyChars), digest = rest.substr(kKeyChars + 1, kKeyChars);
         rest.remove_prefix(2 * kKeyChars + 2);
-        Reader in{rest};
+        PrefixedReader in{rest};
         const size_t n = in.number<size_t>('\n');
         if (!in.ok || n >= in.in.size() || in.in[n] != '\n') break;
         const std::string_view entry = in.in.substr(0, n);
