@@ -308,7 +308,7 @@ struct MemoPiece {
 };
 
 // Parses the pieces that are neither read back from the memo nor parsed yet, neighbours
-// together, each run at its lines (toml_pieces' parse_part), on up to split_threads() threads;
+// together, each run at its lines (toml_pieces' parse_parts), on up to split_threads() threads;
 // their tables are added to `roots`. False when one fails or holds other than one entry per piece.
 bool parse_runs(std::string_view text, const std::string& path, std::vector<MemoPiece>& pieces,
                 std::vector<toml::table>& roots) {
@@ -333,20 +333,14 @@ bool parse_runs(std::string_view text, const std::string& path, std::vector<Memo
         run_bytes += pieces[i].end - pieces[i].begin;
     }
     if (runs.empty()) return true;
+    std::vector<TomlPart> parts;
+    parts.reserve(runs.size());
+    for (const auto& [a, b] : runs)
+        parts.push_back({pieces[a].begin, pieces[b - 1].end, static_cast<size_t>(pieces[a].line - 1)});
     const size_t first = roots.size();
-    roots.resize(first + runs.size());
-    std::vector<char> failed(runs.size(), 0);
-    share_out(runs.size(), runs.size() > 1 ? threads : 1, [&](size_t r, unsigned) {
-        const MemoPiece& a = pieces[runs[r].first];
-        const MemoPiece& b = pieces[runs[r].second - 1];
-        try {
-            roots[first + r] = parse_part(text, a.begin, b.end, static_cast<size_t>(a.line - 1), path);
-        } catch (const toml::parse_error&) {
-            failed[r] = 1;
-        }
-    });
+    if (!parse_parts(text, path, parts, runs.size() > 1 ? threads : 1, roots)) return false;
     for (size_t r = 0; r < runs.size(); ++r) {
-        const toml::array* items = failed[r] ? nullptr : roots[first + r].get_as<toml::array>("stacks");
+        const toml::array* items = roots[first + r].get_as<toml::array>("stacks");
         if (!items || roots[first + r].size() != 1 || items->size() != runs[r].second - runs[r].first) return false;
         for (size_t i = runs[r].first; i < runs[r].second; ++i) {
             pieces[i].item = &(*items)[i - runs[r].first];

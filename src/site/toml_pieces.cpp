@@ -47,10 +47,21 @@ std::vector<size_t> piece_starts(std::string_view text, const TomlOutline& outli
     return starts;
 }
 
-toml::table parse_part(std::string_view text, size_t begin, size_t end, size_t lines, std::string_view path) {
-    std::string part(lines, '\n');
-    part.append(text.substr(begin, end - begin));
-    return toml::parse(part, path);
+bool parse_parts(std::string_view text, std::string_view path, const std::vector<TomlPart>& parts, unsigned threads,
+                 std::vector<toml::table>& roots) {
+    const size_t first = roots.size();
+    roots.resize(first + parts.size());
+    std::vector<char> failed(parts.size(), 0);
+    share_out(parts.size(), threads, [&](size_t i, unsigned) {
+        std::string part(parts[i].lines, '\n');
+        part.append(text.substr(parts[i].begin, parts[i].end - parts[i].begin));
+        try {
+            roots[first + i] = toml::parse(part, path);
+        } catch (const toml::parse_error&) {
+            failed[i] = 1;
+        }
+    });
+    return std::find(failed.begin(), failed.end(), 1) == failed.end();
 }
 
 std::vector<size_t> entry_starts(std::string_view text, const TomlOutline& outline) {
@@ -74,24 +85,15 @@ toml::table parse_in_pieces(std::string_view text, std::string_view path, const 
     if (how.piece_per_thread) sized.piece_bytes = std::max(how.piece_bytes, text.size() / cores);
     const std::vector<size_t> starts = piece_starts(text, outline, sized);
     if (starts.empty()) return toml::parse(text, path);
-    const size_t n = starts.size() + 1;
-    std::vector<size_t> begin(n, 0), lines(n, 0);
-    for (size_t i = 1; i < n; ++i) {
-        begin[i] = starts[i - 1];
-        lines[i] = lines[i - 1] + count_newlines(text.substr(begin[i - 1], begin[i] - begin[i - 1]));
+    std::vector<TomlPart> parts(starts.size() + 1);
+    for (size_t i = 0; i < parts.size(); ++i) {
+        parts[i].begin = i == 0 ? 0 : starts[i - 1];
+        parts[i].end = i < starts.size() ? starts[i] : text.size();
+        parts[i].lines = i == 0 ? 0 : parts[i - 1].lines + count_newlines(text.substr(parts[i - 1].begin, parts[i].begin - parts[i - 1].begin));
     }
-    std::vector<toml::table> roots(n);
-    std::vector<char> failed(n, 0);
-    share_out(n, cores, [&](size_t i, unsigned) {
-        const size_t end = i + 1 < n ? begin[i + 1] : text.size();
-        try {
-            roots[i] = parse_part(text, begin[i], end, lines[i], path);
-        } catch (const toml::parse_error&) {
-            failed[i] = 1;
-        }
-    });
+    std::vector<toml::table> roots;
     // A piece that fails is parsed again whole, for toml++'s first error in the file.
-    if (std::find(failed.begin(), failed.end(), 1) != failed.end() || !join(roots)) return toml::parse(text, path);
+    if (!parse_parts(text, path, parts, cores, roots) || !join(roots)) return toml::parse(text, path);
     return std::move(roots[0]);
 }
 

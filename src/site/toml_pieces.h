@@ -30,9 +30,15 @@ struct TomlPieces {
 // Where the pieces after the first start (none: parsed whole).
 std::vector<size_t> piece_starts(std::string_view text, const TomlOutline& outline, const TomlPieces& how);
 
-// text[begin, end) parsed alone after `lines` newlines (as many as precede `begin`), so that its
-// positions are the file's; throws toml::parse_error as toml::parse does.
-toml::table parse_part(std::string_view text, size_t begin, size_t end, size_t lines, std::string_view path);
+// A part of a text parsed alone: text[begin, end) after `lines` newlines (as many as precede
+// `begin`), so that its positions are the file's.
+struct TomlPart {
+    size_t begin = 0, end = 0, lines = 0;
+};
+// Each part parsed alone, on up to `threads` threads, its table appended to `roots` in order;
+// false when one of them fails (toml::parse_error).
+bool parse_parts(std::string_view text, std::string_view path, const std::vector<TomlPart>& parts, unsigned threads,
+                 std::vector<toml::table>& roots);
 
 // The offset of every top-level `[[stacks]]` header (each at a line's start), when the text
 // splits at them as parse_in_pieces splits (none otherwise): site/load.cpp's stack memo.
