@@ -101,6 +101,11 @@ std::string stack_memo_path(const std::string& state_dir, const std::string& sit
     return state_path(state_dir, site_name) + ".stacks";
 }
 
+// Where a site's rules memo (lua/rules_memo.h) lives: beside its build state.
+std::string rules_memo_path(const std::string& state_dir, const std::string& site_name) {
+    return state_path(state_dir, site_name) + ".rules";
+}
+
 struct Loaded {
     std::string name;
     Site site;
@@ -112,6 +117,7 @@ struct Loaded {
     std::vector<Diagnostic> findings;
     bool findings_complete = false;  // every finding of this site is in `findings`, none clipped
     std::unique_ptr<StackMemo> memo;  // the stacks the last build loaded (build and check only)
+    std::unique_ptr<RulesMemo> rules_memo;  // the rules' last findings (build and check only)
     // A build runs the Lua rules of a site that passed load and check on a thread of their own
     // (their sandbox is a child process the thread waits for) while the hooks and the build
     // keys go on; join_checks() ends them before anything is written.
@@ -180,6 +186,10 @@ bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>&
             std::string text, error;
             if (fs.read(stack_memo_path(memo_dir, name), text, error, kMaxOutputFileBytes))
                 read_stack_memo(std::move(text), *l.memo);
+            l.rules_memo = std::make_unique<RulesMemo>();
+            l.rules_memo->identity = l.memo->identity;
+            if (!fs.read(rules_memo_path(memo_dir, name), l.rules_memo->text, error, kMaxOutputFileBytes))
+                l.rules_memo->text.clear();
         }
         if (load_site(inputs, request.sites_dir, name, l.site, site_diags, l.memo.get()) || !site_diags.has_errors()) {
             if (rules_later && !site_diags.has_errors()) {
@@ -187,7 +197,7 @@ bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>&
                 Loaded::PendingChecks& p = *l.pending;
                 p.thread = std::thread([&l, &p, &request] {
                     try {
-                        run_rules(l.site, request.rule_dirs, p.rules);
+                        run_rules(l.site, request.rule_dirs, p.rules, l.rules_memo.get());
                     } catch (...) {
                         p.failed = std::current_exception();
                     }
@@ -199,7 +209,7 @@ bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>&
                 if (l.pending->failed) std::rethrow_exception(l.pending->failed);
                 l.pending.reset();
             }
-            if (!l.pending && !site_diags.has_errors()) run_rules(l.site, request.rule_dirs, site_diags);
+            if (!l.pending && !site_diags.has_errors()) run_rules(l.site, request.rule_dirs, site_diags, l.rules_memo.get());
             if (!site_diags.has_errors()) l.hooks = run_hooks(l.site, l.pending ? l.pending->hooks : site_diags);
         }
         record_inputs(inputs, request, l);
@@ -705,10 +715,15 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
 // that is only a warning.
 void record_memo(FileSystem& fs, const std::string& state_dir, const Loaded& l, const std::string& text,
                  Result& result) {
-    if (!l.memo || text == l.memo->text) return;  // (as read: nothing to write)
     std::string error;
-    if (!replace_file(fs, stack_memo_path(state_dir, l.name), text, error))
+    if (l.memo && text != l.memo->text && !replace_file(fs, stack_memo_path(state_dir, l.name), text, error))
         result.err += "sitegen: warning: cannot record the stack memo (the next build parses every stack): " + error + "\n";
+    // The rules' memo, when this run leaves one other than the one read (a run that cannot be
+    // kept leaves the last one: it is used only where it still says what the rules would).
+    const RulesMemo* rules = l.rules_memo.get();
+    if (rules && !rules->next.empty() && rules->next != rules->text &&
+        !replace_file(fs, rules_memo_path(state_dir, l.name), rules->next, error))
+        result.err += "sitegen: warning: cannot record the rules' findings (the next build runs every rule): " + error + "\n";
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Lua sandbox: capped allocator, instruction/time hook, library allow-list and protected entry points.
 #include "lua/lua_sandbox.h"
+#include "lua/read_log.h"
 
 #include <algorithm>
 #include <cctype>
@@ -139,6 +140,7 @@ struct LuaSandbox::State {
     std::vector<std::string> host_sources{"=[sandbox core]"};
     std::vector<std::shared_ptr<const LuaValue>> trees;  // what read-only proxies point into
     std::vector<std::unique_ptr<std::string>> labels;    // their labels, at stable addresses
+    ReadLog* reads = nullptr;                            // where reads of the proxies go (track_reads)
 
     void arm() {
         executed = 0;
@@ -530,14 +532,32 @@ void push_child(lua_State* L, const ProxyInfo& info, int path, int key) {
         return;
     }
     if (child->kind != LuaValue::Kind::table) return push_value(L, *child, 0, info.label);
+    if (ReadLog* log = state_of(L).reads) {
+        if (lua_type(L, key) == LUA_TNUMBER) log->reached_item(info.node, child);
+        else log->reached_field(info.node, child, lua_tostring(L, key));
+    }
     push_child_path(L, child, path, key);
     push_value(L, *child, -1, info.label);
     lua_remove(L, -2);
 }
 
+// Records that the script read the key at `key` of `node` (item or field) in the read log, if any.
+void log_key(lua_State* L, const LuaValue& node, int key) {
+    ReadLog* log = state_of(L).reads;
+    if (!log) return;
+    if (lua_type(L, key) == LUA_TNUMBER) {
+        log->items(&node);  // (a float key finds nothing: that it is not an item is still read)
+    } else if (lua_type(L, key) == LUA_TSTRING) {
+        size_t len = 0;
+        const char* k = lua_tolstring(L, key, &len);
+        log->field(&node, std::string_view(k, len));
+    }  // (other keys find nothing in any tree)
+}
+
 int proxy_index(lua_State* L) {
     ProxyInfo* info = proxy_info(L, 1);  // pushes the path at 3
     if (!info) return 0;
+    log_key(L, *info->node, 2);
     push_child(L, *info, 3, 2);
     return 1;
 }
@@ -552,12 +572,14 @@ int proxy_refuse(lua_State* L) {
         const char* path = lua_tostring(L, 3);
         return luaL_error(L, "%s is read-only: cannot set the metatable of %s", info->label, path[0] ? path : "its root");
     }
+    log_key(L, *info->node, 2);
     push_child_path(L, child_of(L, *info->node, 2), 3, 2);
     return luaL_error(L, "%s is read-only: %s", info->label, lua_tostring(L, -1));
 }
 
 int proxy_len(lua_State* L) {
     ProxyInfo* info = proxy_info(L, 1);
+    if (info && state_of(L).reads) state_of(L).reads->items(info->node);
     lua_pushinteger(L, info ? static_cast<lua_Integer>(info->node->items.size()) : 0);
     return 1;
 }
@@ -568,6 +590,7 @@ int proxy_next(lua_State* L) {
     ProxyInfo* info = proxy_info(L, 1);  // path at 3
     if (!info) return luaL_argerror(L, 1, "not a read-only host table");
     const LuaValue& node = *info->node;
+    if (ReadLog* log = state_of(L).reads) log->all(&node);
     size_t next_item = 0, next_field = 0;  // 1-based position to return; 0 = none
     if (lua_isnil(L, 2)) {
         next_item = 1;
@@ -615,6 +638,7 @@ int l_pathof(lua_State* L) {
     ProxyInfo* info = proxy_info(L, 1);  // path at 3
     if (!info) return luaL_argerror(L, 1, "not a read-only host table");
     if (lua_isnil(L, 2)) return 1;
+    log_key(L, *info->node, 2);
     push_child_path(L, child_of(L, *info->node, 2), 3, 2);
     return 1;
 }
@@ -982,6 +1006,8 @@ LuaResult LuaSandbox::set_readonly_global(const std::string& name, std::shared_p
 LuaResult LuaSandbox::set_readonly_global(const std::string& name, const LuaValue& value) {
     return set_readonly_global(name, std::make_shared<const LuaValue>(value));
 }
+
+void LuaSandbox::track_reads(ReadLog* log) { state_->reads = log; }
 
 const std::string& LuaSandbox::printed() const { return state_->printed; }
 size_t LuaSandbox::memory_used() const { return state_->used; }

@@ -42,6 +42,7 @@ struct LuaResult {
 // (what pathof() returns and what read-only errors name), e.g. "hardware.device_cores.3";
 // empty means derived: the parent's path plus ".key" (items count from 0, as in site files).
 struct LuaField;
+struct ReadLog;
 
 struct LuaValue {
     enum class Kind { nil, boolean, integer, string, table };
@@ -147,6 +148,10 @@ public:
     // Runs fn(L) protected and under the limits, with `arg` as its only argument (light
     // userdata). fn must hold no C++ object with a destructor while it calls Lua.
     LuaResult call(lua_CFunction fn, void* arg);
+
+    // From now on, what chunks read of the read-only globals goes to `log` (null: nothing
+    // is recorded); `log->root` must be the tree they read (lua/read_log.h).
+    void track_reads(ReadLog* log);
 
     // What the chunks printed with print(), one line per call.
     const std::string& printed() const;

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <string_view>
 
+#include "lua/read_log.h"
+#include "lua/rules_memo.h"
 #include "lua/supervisor.h"
 #include "out/fs.h"
 #include "out/threads.h"
@@ -123,13 +125,17 @@ struct RuleFileRun {
     const Site* site = nullptr;
     Outbox* out = nullptr;  // null while only listing
     std::vector<Registered> rules;
+    ReadLog* log = nullptr;  // what the file reads of the site (null while only listing)
 };
 
 // Messages from the child running rule files to the parent.
 enum Message : uint8_t {
     kStep = 's',     // file index, rule index (-1: loading the file), rule name, rule line
     kDone = 'd',     // the step finished
-    kFinding = 'f',  // a Diagnostic
+    kFinding = 'f',  // a Diagnostic (of the rule engine: a file or rule that failed)
+    kReported = 'r', // a RuleFinding (error_at, warn_at, report): severity, site path, message
+    kRead = 'x',     // a line of the child's ReadLog
+    kReadsEnd = 'X', // the child's ReadLog ends: 1 if it is whole, 0 if a read was not recorded
     kSeen = 'n',     // a rule name and the file that defines it (for duplicate names)
     kInfo = 'i',     // list_rules: name, file, description
 };
@@ -185,13 +191,16 @@ int l_report(lua_State* L) {
     RuleFileRun& run = run_of(L);
     return host_guard(L, [&] {
         if (!run.out) return 0;
-        Diagnostic d;
-        d.severity = severity_named(severity);
-        d.where = run.site->where(std::string(path, path_len));
-        // Long messages are cut here already: only so much crosses to the parent.
-        d.message = std::string(message, std::min(msg_len, kMaxMessageBytes)) +
-                    (msg_len > kMaxMessageBytes ? "..." : "") + " [rule " + std::string(rule, rule_len) + "]";
-        send_finding(*run.out, d);
+        // Long messages are cut here already: only so much crosses to the parent, which
+        // places the finding at its path (as it places one kept from an earlier run).
+        const std::string text = std::string(message, std::min(msg_len, kMaxMessageBytes)) +
+                                 (msg_len > kMaxMessageBytes ? "..." : "") + " [rule " + std::string(rule, rule_len) + "]";
+        run.out->send(MessageWriter()
+                          .u8(kReported)
+                          .i64(static_cast<int64_t>(severity_named(severity)))
+                          .str(std::string_view(path, path_len))
+                          .str(text)
+                          .bytes());
         return 0;
     });
 }
@@ -203,6 +212,7 @@ int l_declared(lua_State* L) {
     bool found = false;
     host_guard(L, [&] {
         found = run.site->regions.count(std::string(path, len)) > 0;
+        if (run.log) run.log->declared(std::string_view(path, len));
         return 0;
     });
     lua_pushboolean(L, found);
@@ -223,6 +233,7 @@ LoadedFile load_rule_file(const std::string& file, const std::string& text,
     LoadedFile out;
     out.sandbox = std::make_unique<LuaSandbox>(limits);
     LuaSandbox& sb = *out.sandbox;
+    sb.track_reads(run.log);
     out.failure = sb.set_readonly_global("site", site_tree);
     if (!out.failure.ok) return out;
     std::vector<int> kept;
@@ -261,7 +272,7 @@ struct Progress {
 // then runs each rule as a step of its own.
 void run_file_in_child(const Site& site, const std::shared_ptr<const LuaValue>& tree, const std::string& path,
                        size_t f, size_t first, std::vector<std::pair<std::string, std::string>>& seen,
-                       const SandboxLimits& limits, Outbox& out) {
+                       const SandboxLimits& limits, Outbox& out, ReadLog& log) {
     const std::string file = shown_path(path);
     // Ends the file's step, with its finding when this child reports the file's findings.
     const auto file_done = [&](Severity severity, SourceRegion where, std::string message) {
@@ -272,7 +283,7 @@ void run_file_in_child(const Site& site, const std::shared_ptr<const LuaValue>& 
     if (!read_rule_file(path, text, error)) return file_done(Severity::error, {file, 0, 0}, "cannot read rule file: " + error);
     if (purpose_comment(text).empty())
         return file_done(Severity::error, {file, 1, 1}, "a rule file starts with a one-line purpose comment: -- <what its rules check>");
-    RuleFileRun run{&site, &out, {}};
+    RuleFileRun run{&site, &out, {}, &log};
     LoadedFile loaded = load_rule_file(file, text, tree, run, limits);
     if (loaded.run_check == LUA_NOREF)
         return file_done(Severity::error, region_of(loaded.failure, file), "rule file failed to load: " + loaded.failure.message);
@@ -296,20 +307,25 @@ void run_file_in_child(const Site& site, const std::shared_ptr<const LuaValue>& 
     }
 }
 
-// The child: every rule file from `start` up to `end`, findings and progress sent as messages.
+// The child: every rule file from `start` up to `end`, findings and progress sent as messages,
+// then what the files read of the site.
 void run_files_in_child(const Site& site, const std::shared_ptr<const LuaValue>& tree,
                         const std::vector<std::string>& files, size_t end, const Progress& start,
                         const SandboxLimits& limits, Outbox& out) {
     auto seen = start.seen;
+    ReadLog log;
+    log.root = tree.get();
     for (size_t f = start.file; f < end; ++f) {
         send_step(out, f, -1);
         try {
-            run_file_in_child(site, tree, files[f], f, f == start.file ? start.rule : 0, seen, limits, out);
+            run_file_in_child(site, tree, files[f], f, f == start.file ? start.rule : 0, seen, limits, out, log);
         } catch (const std::exception& e) {  // e.g. no memory for a sandbox: the file's rules did not run
             send_finding(out, Severity::error, {shown_path(files[f]), 0, 0}, std::string("rules could not run: ") + e.what());
             send_done(out);
         }
     }
+    for (const auto& line : log.reads) out.send(MessageWriter().u8(kRead).str(line).bytes());
+    out.send(MessageWriter().u8(kReadsEnd).i64(log.broken ? 0 : 1).bytes());
 }
 
 // The parent's side of a step message; true if it was one.
@@ -391,14 +407,32 @@ std::vector<std::string> rule_files(const std::vector<std::string>& dirs, Diagno
 
 namespace {
 
+// What a run over rule files came to, for the memo: what its children read of the site and
+// the findings its rules reported; `clean` while every child ended normally, recorded all it
+// read and reported nothing but its rules' findings (a rule that failed is not kept).
+struct RuleRun {
+    bool clean = true;
+    std::set<std::string> reads;
+    std::vector<RuleFinding> findings;
+};
+
+// A reported finding placed in `site`: at its path's region.
+Diagnostic placed(const Site& site, const RuleFinding& f) {
+    Diagnostic d;
+    d.severity = f.severity;
+    d.where = site.where(f.path);
+    d.message = f.message;
+    return d;
+}
+
 // Runs files [begin, end) as run_rule_files does, children after children until every file
-// ran; `seen` gets the names of the rules run, with their files.
+// ran; `seen` gets the names of the rules run, with their files. `given` is the site's view,
+// when the caller made it (else the child makes it: the parent neither builds nor frees it).
 void run_rule_range(const Site& site, const std::vector<std::string>& files, size_t begin, size_t end,
                     Diagnostics& diags, const SandboxLimits& limits,
-                    std::vector<std::pair<std::string, std::string>>& seen) {
-    // The site's view, shared by every file's sandbox, is made where the rules run: in the
-    // supervised child, the parent neither builds nor frees it (in process: once).
-    std::shared_ptr<const LuaValue> tree;
+                    std::vector<std::pair<std::string, std::string>>& seen,
+                    const std::shared_ptr<const LuaValue>& given, RuleRun& run) {
+    std::shared_ptr<const LuaValue> tree = given;
     Progress progress;
     progress.file = begin;
     const auto body = [&](Outbox& out) {
@@ -406,6 +440,7 @@ void run_rule_range(const Site& site, const std::vector<std::string>& files, siz
         if (!tree) tree = std::make_shared<const LuaValue>(site_to_lua(site));
         run_files_in_child(site, tree, files, end, start, limits, out);
     };
+    size_t ends = 0;  // kReadsEnd messages
     const auto on_message = [&](std::string_view bytes) {
         MessageReader m(bytes);
         const uint8_t kind = m.u8();
@@ -413,6 +448,22 @@ void run_rule_range(const Site& site, const std::vector<std::string>& files, siz
         if (kind == kFinding) {
             Diagnostic d = get_diagnostic(m);
             if (m.ok()) diags.add(std::move(d));
+            run.clean = false;
+        } else if (kind == kReported) {
+            RuleFinding f;
+            const int64_t severity = m.i64();
+            f.path = m.str();
+            f.message = m.str();
+            if (!m.ok() || severity < 0 || severity > static_cast<int64_t>(Severity::note)) return;
+            f.severity = static_cast<Severity>(severity);
+            diags.add(placed(site, f));
+            if (run.clean) run.findings.push_back(std::move(f));
+        } else if (kind == kRead) {
+            std::string line = m.str();
+            if (m.ok() && run.clean) run.reads.insert(std::move(line));
+        } else if (kind == kReadsEnd) {
+            if (m.i64() != 1 || !m.ok()) run.clean = false;
+            ++ends;
         } else if (kind == kSeen) {
             std::string name = m.str(), file = m.str();
             progress.seen.emplace_back(std::move(name), std::move(file));
@@ -421,6 +472,7 @@ void run_rule_range(const Site& site, const std::vector<std::string>& files, siz
     while (progress.file < end) {
         const RunEnd run_end = run_supervised(body, on_message);
         if (run_end.kind == RunEnd::Kind::finished) break;
+        run.clean = false;
         after_abnormal_end(progress, end, [&](size_t f, long rule, const std::string& name, bool running) {
             // At the untrusted code's last position when known, else at the file (or rule).
             const bool here = !run_end.file.empty();
@@ -434,6 +486,7 @@ void run_rule_range(const Site& site, const std::vector<std::string>& files, siz
         });
     }
     seen = std::move(progress.seen);
+    if (ends != 1) run.clean = false;  // (each child sends its reads last: one child, one end)
 }
 
 // True when a rule name was run in two groups: run one after the other, the second would
@@ -453,8 +506,12 @@ size_t rule_groups(size_t files) {
     return std::min({files, kMaxRuleGroups, size_t{split_threads()}});
 }
 
-void run_rule_files(const Site& site, const std::vector<std::string>& files, Diagnostics& diags,
-                    const SandboxLimits& limits, size_t groups) {
+namespace {
+
+// run_rule_files with the site's view `tree` made by the caller (null: each child makes its
+// own), and what the run came to in `run`.
+void run_files_on(const Site& site, const std::shared_ptr<const LuaValue>& tree, const std::vector<std::string>& files,
+                  Diagnostics& diags, const SandboxLimits& limits, size_t groups, RuleRun& run) {
     if (files.empty()) return;
     groups = std::min(groups == 0 ? rule_groups(files.size()) : groups, files.size());
     if (groups > 1) {
@@ -462,22 +519,36 @@ void run_rule_files(const Site& site, const std::vector<std::string>& files, Dia
         // findings joined in group order are the findings of one run over all the files.
         std::vector<Diagnostics> found(groups, Diagnostics(diags.cap()));
         std::vector<std::vector<std::pair<std::string, std::string>>> names(groups);
+        std::vector<RuleRun> runs(groups);
         share_out(groups, static_cast<unsigned>(groups), [&](size_t g, unsigned) {
             run_rule_range(site, files, files.size() * g / groups, files.size() * (g + 1) / groups, found[g], limits,
-                           names[g]);
+                           names[g], tree, runs[g]);
         });
         if (!names_repeat(names)) {
             for (const auto& d : found) diags.append(d);
+            for (auto& r : runs) {
+                run.clean = run.clean && r.clean;
+                run.reads.merge(r.reads);
+                for (auto& f : r.findings) run.findings.push_back(std::move(f));
+            }
             return;
         }
         // A rule name defined in two files of different groups: run them in order, so the
         // second is reported where it is defined and not run.
     }
     std::vector<std::pair<std::string, std::string>> seen;
-    run_rule_range(site, files, 0, files.size(), diags, limits, seen);
+    run_rule_range(site, files, 0, files.size(), diags, limits, seen, tree, run);
 }
 
-void run_rules(const Site& site, const std::vector<std::string>& rule_dirs, Diagnostics& diags) {
+}  // namespace
+
+void run_rule_files(const Site& site, const std::vector<std::string>& files, Diagnostics& diags,
+                    const SandboxLimits& limits, size_t groups) {
+    RuleRun run;
+    run_files_on(site, nullptr, files, diags, limits, groups, run);
+}
+
+void run_rules(const Site& site, const std::vector<std::string>& rule_dirs, Diagnostics& diags, RulesMemo* memo) {
     std::vector<std::string> dirs{default_rules_dir()};
     dirs.insert(dirs.end(), rule_dirs.begin(), rule_dirs.end());
     if (!site.files.empty()) {
@@ -486,7 +557,36 @@ void run_rules(const Site& site, const std::vector<std::string>& rule_dirs, Diag
         std::error_code ec;
         if (fs::is_directory(own, ec)) dirs.push_back(own.string());
     }
-    run_rule_files(site, rule_files(dirs, &diags), diags);
+    const std::vector<std::string> files = rule_files(dirs, &diags);
+    if (!memo) return run_rule_files(site, files, diags);
+    // The memo's key: sitegen and the rule files' bytes (one that cannot be read: no key, the
+    // run reports why and is not kept).
+    std::vector<std::string> texts(files.size());
+    bool readable = true;
+    for (size_t i = 0; i < files.size(); ++i) {
+        std::string error;
+        readable = read_rule_file(files[i], texts[i], error) && readable;
+    }
+    const std::string key = readable ? rules_key(memo->identity, files, texts) : std::string();
+    // The view is made here, once: to compare what the last run read with this site, and for
+    // the children when the rules run (they share it with this process).
+    const auto tree = std::make_shared<const LuaValue>(site_to_lua(site));
+    memo->reused = false;
+    memo->next.clear();
+    RulesRecord last;
+    if (!key.empty() && parse_rules_memo(memo->text, last) && last.key == key &&
+        reads_digest(*tree, site, last.reads) == last.digest) {
+        for (const auto& f : last.findings) diags.add(placed(site, f));
+        memo->reused = true;
+        memo->next = memo->text;
+        return;
+    }
+    RuleRun run;
+    run_files_on(site, tree, files, diags, {}, 0, run);
+    if (key.empty() || !run.clean) return;
+    RulesRecord record{key, std::move(run.reads), {}, std::move(run.findings)};
+    record.digest = reads_digest(*tree, site, record.reads);
+    memo->next = rules_memo_text(record);
 }
 
 std::vector<RuleInfo> list_rules(const std::vector<std::string>& rule_dirs) {

@@ -8,6 +8,7 @@
 
 #include "site/diagnostics.h"
 #include "lua/lua_sandbox.h"
+#include "lua/rules_memo.h"
 #include "lua/site_view.h"
 #include "site/model.h"
 
@@ -29,7 +30,11 @@ struct RuleInfo {
 // own file:line. The rules run in a supervised child process (lua/supervisor.h): a call
 // that outlives its wall limit inside C code (a backtracking pattern) is killed there, reported
 // at the line that called it, and the next rule runs in a new child.
-void run_rules(const Site& site, const std::vector<std::string>& rule_dirs, Diagnostics& diags);
+// With a `memo` (lua/rules_memo.h), the findings of the last run are reported instead of
+// running the rules again when the rule files are the same and every value the rules read
+// of the site is too; `memo->next` is what to keep for the next run.
+void run_rules(const Site& site, const std::vector<std::string>& rule_dirs, Diagnostics& diags,
+               RulesMemo* memo = nullptr);
 
 // Every rule the built-in dir and `rule_dirs` define (files that fail to load are listed
 // under their file stem with the reason as description).

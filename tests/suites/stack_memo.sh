@@ -4,7 +4,7 @@
 # with the same messages at the same lines, after each edit a sysadmin makes: one stack, lines
 # moved, stacks reordered, the [python] every stack starts from. `check` reads it and prints
 # what it prints without it. A memo cut short, with a byte changed, replaced by a FIFO or by a
-# directory is not trusted and does not stop a build.
+# directory is not trusted and does not stop a build. The rules' memo beside it likewise.
 set -euo pipefail
 sitegen=$(realpath "${1:?usage: stack_memo.sh SITEGEN}")
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -138,4 +138,35 @@ check_eq "memo replaced by a directory: the build succeeds" 0 "$rc"
 check_contains "memo replaced by a directory: a warning says so" "cannot record the stack memo" "$(cat "$SCRATCH/dir.err")"
 rmdir "$memo_path"
 after "memo back"
+
+# The rules' memo (lua/rules_memo.h) beside it: the rules' findings are reused while nothing
+# they read changed, and the messages are still those of a fresh build after each edit.
+rules_memo() { find "$state" -type f -name bench.rules; }
+check "a rules memo is written beside the state" test -s "$(rules_memo)"
+check_contains "it lists what the rules read" "F.stacks[].description" "$(cat "$(rules_memo)")"
+sed -i '0,/^description = "Synthetic stack 3:/s//description = "Edited stack 3:/' "$toml"
+after "a description the rule reads"
+sed -i 's/"description of "/"about "/' "$SCRATCH/rules/describe.lua"
+after "the rule file changed"
+check_contains "the changed rule's message is reported" "about 2.0.3" "$(cat "$SCRATCH/inc.err")"
+head -c "$(($(stat -c %s "$(rules_memo)") / 2))" "$(rules_memo)" >"$SCRATCH/cut" && mv "$SCRATCH/cut" "$(rules_memo)"
+edit_stack
+after "rules memo cut short"
+python3 - "$(rules_memo)" <<'EOF'
+import sys
+path = sys.argv[1]
+data = bytearray(open(path, "rb").read())
+at = data.index(b"about")
+data[at] = ord("A")
+open(path, "wb").write(bytes(data))
+EOF
+edit_stack
+after "rules memo with a byte changed"
+rules_path=$(rules_memo)
+rm "$rules_path" && mkfifo "$rules_path"
+edit_stack
+check "rules memo replaced by a FIFO: the build does not wait on it" timeout 60 bash -c \
+  "SITEGEN_STATE_DIR='$state' '$sitegen' --sites-dir '$sites' --out-dir '$inc' build bench --rules '$SCRATCH/rules' >/dev/null 2>&1"
+check "rules memo replaced by a FIFO: a regular memo is written again" test -f "$rules_path"
+after "rules memo back"
 finish
