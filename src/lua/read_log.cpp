@@ -1,6 +1,7 @@
 // What Lua code read of a read-only tree, generalised over item indices, and its digest.
 #include "lua/read_log.h"
 
+#include <charconv>
 #include <cstdio>
 #include <vector>
 
@@ -60,6 +61,19 @@ const LuaValue* field_of(const LuaValue& node, std::string_view key) {
     return nullptr;
 }
 
+void put_number(std::string& out, long long n) {
+    char buf[24];
+    const auto end = std::to_chars(buf, buf + sizeof buf, n).ptr;
+    out.append(buf, end);
+}
+
+// `s` as <length>:<bytes>.
+void put_text(std::string& out, std::string_view s) {
+    put_number(out, static_cast<long long>(s.size()));
+    out += ':';
+    out += s;
+}
+
 // Appends what a script can learn of `v` from its parent: its kind, a scalar's value, and the
 // path pathof() gives it (a table's contents are read through its own lines).
 void put_value(std::string& out, const LuaValue* v) {
@@ -70,11 +84,19 @@ void put_value(std::string& out, const LuaValue* v) {
     switch (v->kind) {
         case LuaValue::Kind::nil: out += 'n'; break;
         case LuaValue::Kind::boolean: out += v->flag ? "b1" : "b0"; break;
-        case LuaValue::Kind::integer: out += 'i' + std::to_string(v->number); break;
-        case LuaValue::Kind::string: out += 's' + std::to_string(v->text.size()) + ':' + v->text; break;
+        case LuaValue::Kind::integer:
+            out += 'i';
+            put_number(out, v->number);
+            break;
+        case LuaValue::Kind::string:
+            out += 's';
+            put_text(out, v->text);
+            break;
         case LuaValue::Kind::table: out += 't'; break;
     }
-    out += '@' + std::to_string(v->path.size()) + ':' + v->path + ';';
+    out += '@';
+    put_text(out, v->path);
+    out += ';';
 }
 
 // Calls at(node) for every table the steps from `i` on reach from `node`, in order; what was
@@ -87,7 +109,9 @@ void walk(const LuaValue& node, const std::vector<Step>& steps, size_t i, std::s
     }
     if (i == steps.size()) return at(node);
     if (steps[i].item) {
-        out += '[' + std::to_string(node.items.size()) + ';';
+        out += '[';
+        put_number(out, static_cast<long long>(node.items.size()));
+        out += ';';
         for (const auto& item : node.items) walk(item, steps, i + 1, out, at);
         return;
     }
@@ -125,12 +149,14 @@ void put_read(std::string& out, const LuaValue& tree, const Site& site, const st
     }
     walk(tree, steps, 0, out, [&](const LuaValue& node) {
         if (kind == 'F') return put_value(out, field_of(node, key));
-        out += std::to_string(node.items.size()) + ';';
+        put_number(out, static_cast<long long>(node.items.size()));
+        out += ';';
         for (const auto& item : node.items) put_value(out, &item);
         if (kind != 'A') return;
-        out += std::to_string(node.fields.size()) + ';';
+        put_number(out, static_cast<long long>(node.fields.size()));
+        out += ';';
         for (const auto& f : node.fields) {
-            out += std::to_string(f.key.size()) + ':' + f.key;
+            put_text(out, f.key);
             put_value(out, &f.value);
         }
     });
@@ -219,7 +245,8 @@ std::string reads_digest(const LuaValue& tree, const Site& site, const std::set<
     std::string out;
     for (const auto& line : reads) {
         out.clear();
-        out += std::to_string(line.size()) + ':' + line + '=';
+        put_text(out, line);
+        out += '=';
         put_read(out, tree, site, line);
         out += '\n';
         h.update(out);

@@ -84,31 +84,32 @@ LuaValue value_view(const std::vector<C>& entries, const std::string& path) {
 
 // ---- fields the view has beyond the rows ------------------------------------------------
 
-void insert_after(LuaValue& table, const std::string& key, std::string new_key, LuaValue value) {
-    auto at = std::find_if(table.fields.begin(), table.fields.end(), [&](const LuaField& f) { return f.key == key; });
-    table.fields.emplace(at == table.fields.end() ? at : at + 1, std::move(new_key), std::move(value));
-}
-
-void move_to_end(LuaValue& table, const std::string& key) {
-    auto at = std::find_if(table.fields.begin(), table.fields.end(), [&](const LuaField& f) { return f.key == key; });
-    if (at == table.fields.end()) return;
-    LuaField moved = std::move(*at);
-    table.fields.erase(at);
-    table.fields.push_back(std::move(moved));
-}
-
+// Fields added before the rows, after the row `key`, and after the rows; rows shown later
+// (moved_to_end). Each table is built in its final order: a stack's ~50 fields are not moved
+// about per stack.
+template <typename T>
+void add_view_first(LuaValue&, const T&) {}
+template <typename T>
+void add_view_after(LuaValue&, const T&, const std::string&, const std::string&) {}
+template <typename T>
+bool moved_to_end(const T&, const std::string&) { return false; }
 template <typename T>
 void add_view_extras(LuaValue&, const T&, const std::string&) {}
 
-void add_view_extras(LuaValue& t, const Container& c, const std::string&) {
-    t.fields.insert(t.fields.begin(), LuaField("enabled", flag(c.enabled)));  // whether [container] exists
+void add_view_first(LuaValue& t, const Container& c) {
+    t.add("enabled", flag(c.enabled));  // whether [container] exists
 }
 
 // Derived names and the `is_default` alias. venv_extension goes after env, where rules iterating
 // with pairs() have always met it (the view kept its historical order when the rows took over).
+void add_view_after(LuaValue& t, const Stack& s, const std::string& key, const std::string& p) {
+    if (key == "default") t.add("is_default", flag(s.is_default, p + ".default"));
+}
+
+bool moved_to_end(const Stack&, const std::string& key) { return key == "venv_extension"; }
+
 void add_view_extras(LuaValue& t, const Stack& s, const std::string& p) {
-    insert_after(t, "default", "is_default", flag(s.is_default, p + ".default"));
-    move_to_end(t, "venv_extension");
+    t.add("venv_extension", flag(s.venv_extension));
     t.add("module_version", str(s.module_version(), p + ".version"))
         .add("module_full_name", str(s.module_full_name(), p));
 }
@@ -122,7 +123,9 @@ LuaValue table_view(const T& object, const std::string& path) {
     LuaValue t = LuaValue::make_table();
     t.fields.reserve(fields_of<T>().size() + 3);  // the rows and the extras: no regrowth moving fields
     static const std::string kNoPath;
-    for (const Field<T>& row : fields_of<T>())
+    add_view_first(t, object);
+    for (const Field<T>& row : fields_of<T>()) {
+        if (moved_to_end(object, row.key)) continue;
         std::visit([&](auto member) {
             using V = member_value_t<decltype(member)>;
             // Only tables use their path (a scalar's is derived from its key when asked): no
@@ -131,6 +134,8 @@ LuaValue table_view(const T& object, const std::string& path) {
             if constexpr (!std::is_same_v<decltype(member), ExtendsPaths>)  // shown as `files`
                 t.add(row.key, value_view(object.*member, uses_path ? child_path(path, row.key) : kNoPath));
         }, row.member);
+        add_view_after(t, object, row.key, path);
+    }
     add_view_extras(t, object, path);
     return t;
 }
