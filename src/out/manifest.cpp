@@ -108,10 +108,22 @@ std::string state_text(const BuildState& state, bool threads) {
     for (const auto& d : state.rule_dirs)
         if (!one_line(d)) return {};
     std::string out = kStateHeader;
-    size_t bytes = 0;  // (no regrowth copying a text of megabytes)
+    // (No regrowth copying a text of megabytes: an upper bound of each stack's lines, its
+    // "stack <key> kept <id>" line and its files' lines, each "file" and five numbers.)
+    const auto stack_bytes = [](const std::string& id, const BuildState::StackRecord& record) {
+        size_t bytes = 16 + record.key.size() + id.size() + record.same_lines.size();
+        if (record.same_lines.empty())
+            for (const auto& path : record.files) bytes += 8 + 5 * 21 + path.size();
+        return bytes;
+    };
+    size_t bytes = 0, second_bytes = 0;
+    size_t i = 0;
     for (const auto& [id, record] : state.stacks)
-        bytes += 100 + id.size() + (record.same_lines.empty() ? 160 * record.files.size() : record.same_lines.size());
-    out.reserve(bytes + 100 * (state.dirs.size() + state.queries.size() + state.findings.size()));
+        (i++ < state.stacks.size() / 2 ? bytes : second_bytes) += stack_bytes(id, record);
+    for (const auto& [dir, stat] : state.dirs) bytes += 8 + 5 * 21 + dir.size();
+    for (const auto& q : state.queries) bytes += 8 + q.path.size();
+    for (const auto& d : state.findings) bytes += 100 + d.where.file.size() + d.message.size() + d.hint.size();
+    out.reserve(bytes + second_bytes + 4096);
     if (!state.inputs.empty()) {
         out += "inputs " + state.inputs + "\n";
         for (const auto& dir : state.rule_dirs) out += "ruledir " + dir + "\n";
@@ -157,6 +169,7 @@ std::string state_text(const BuildState& state, bool threads) {
     };
     const auto middle = std::next(state.stacks.begin(), static_cast<std::ptrdiff_t>(state.stacks.size() / 2));
     std::string second;
+    second.reserve(second_bytes);
     bool first_ok = false, second_ok = false;
     run_beside(threads && state.files.size() >= 4096,
                [&] { second_ok = put_stacks(second, middle, state.stacks.end()); },

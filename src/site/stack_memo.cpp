@@ -1,6 +1,7 @@
 // stack_memo: loaded [[stacks]] entries by the hash of their text, written and read back.
 #include "site/stack_memo.h"
 
+#include <algorithm>
 
 #include "out/sha256.h"
 #include "site/model_text.h"
@@ -110,6 +111,10 @@ void read_stack_memo(std::string text, StackMemo& memo) {
 
 std::string stack_memo_text(const StackMemo& memo, const Site& site) {
     std::string out(kHeader);
+    // (No regrowth copying megabytes: the entries read back as they are, the others about as big.)
+    size_t bytes = 0;
+    for (const StackMemo::Piece& p : memo.pieces) bytes += 2 * kKeyChars + 24 + p.entry.text.size();
+    out.reserve(bytes + bytes / std::max<size_t>(memo.pieces.size(), 1) * 4);
     for (const StackMemo::Piece& p : memo.pieces) {
         if (!p.clean || p.stack >= site.stacks.size()) continue;
         // (An entry from the memo keeps its digest: a one-stack rebuild hashes one entry.)
