@@ -826,8 +826,12 @@ Result run_build(FileSystem& fs, const Request& request) {
 
     auto& next = working->next;  // what each site's state will record
     next.resize(sites.size());
-    for (size_t s = 0; s < sites.size(); ++s)
-        prepared[s].kept = kept_stacks(publisher, last[s], sites[s].site, prepared[s].keys);
+    // The stacks kept as they are, and beside that where the spares hold the live files
+    // (for staging the kept ones; with no look yet, begin() looks and notes that).
+    run_beside(overlap, [&] { publisher.match_spares(); }, [&] {
+        for (size_t s = 0; s < sites.size(); ++s)
+            prepared[s].kept = kept_stacks(publisher, last[s], sites[s].site, prepared[s].keys);
+    });
     const unsigned looks = publisher.looks();
     // The rules ran meanwhile: nothing is written (begin locks and prepares the spare) for a
     // site they refuse.

@@ -197,6 +197,11 @@ struct Publisher::Root {
     bool exists = false;   // something is at `live`
     TreeEntry top;         // what
     std::vector<TreeEntry> entries;  // the live tree, scanned once
+    // A file of the spare, as the look found it (by path in `spare_files` below).
+    struct SpareFile {
+        unsigned long long ino = 0;
+        bool kept = false;  // stage() found it as wanted: a fresh path's, left in place
+    };
     // Each live regular file: its entry and hash, the manifest's when its stat is the one
     // recorded (it is not read), else read and hashed. (Hashed containers throughout: a
     // root has tens of thousands of paths sharing long prefixes, costly to compare in order.)
@@ -211,6 +216,9 @@ struct Publisher::Root {
         // of the other files (a rebuild of one stack keeps tens of thousands like this).
         bool kept = false;
         bool in_fresh = false;  // another file was added at its path (it is in `fresh`)
+        // The spare's file at its path (null: none), when match_spares() noted it for
+        // place_kept(); stage() clears it when it removes that file.
+        SpareFile* spare = nullptr;
     };
     // A live file kept as it is, and not also added again (then `fresh` has the path).
     static bool kept_as_is(const Live* live) { return live && live->kept && !live->in_fresh; }
@@ -228,11 +236,14 @@ struct Publisher::Root {
     std::vector<TreeEntry> spare;  // as scanned: the keys below are views into it
     bool spare_reusable = false;   // a directory whose directories are all 0755 (a fresh tree's)
     std::vector<const TreeEntry*> spare_others;  // neither file nor directory (begin removes them)
-    struct SpareFile {
-        unsigned long long ino = 0;
-        bool kept = false;  // stage() found it as wanted: a fresh path's, left in place
-    };
     std::unordered_map<std::string_view, SpareFile> spare_files;
+    bool spares_matched = false;  // each live file's `spare` is noted (match_spares)
+    // Erases a spare file, and the live record's note of it.
+    void forget_spare(std::unordered_map<std::string_view, SpareFile>::iterator it) {
+        if (const auto live = live_files.find(it->first); live != live_files.end() && live->second.spare == &it->second)
+            live->second.spare = nullptr;
+        spare_files.erase(it);
+    }
     std::unordered_set<std::string_view> spare_dirs;
     size_t spare_kept = 0;  // how many of spare_files are kept (stage() removes the other fresh paths')
     std::unordered_set<std::string_view> fresh_dirs;  // every directory of `fresh` (finish() makes it)
@@ -299,6 +310,19 @@ void Publisher::look() {
     look_live();
     look_spares();
     look_end();
+    match_spares();
+}
+
+void Publisher::match_spares() {
+    if (!looked_) return;
+    for (Root& r : state_) {
+        if (r.spare_made) continue;  // (begin() made it anew: nothing in it to find)
+        for (auto& [rel, live] : r.live_files) {
+            const auto spare = r.spare_files.find(rel);
+            live.spare = spare == r.spare_files.end() ? nullptr : &spare->second;
+        }
+        r.spares_matched = true;
+    }
 }
 
 void Publisher::look_start() {
@@ -414,6 +438,7 @@ bool Publisher::begin(Diagnostics& diags) {
         }
         if (!reuse) {
             r.spare_made = true;
+            r.spares_matched = false;
             r.spare_files.clear();
             r.spare_dirs.clear();
             if (!fs_.remove_all(r.staged, error) || !fs_.make_dirs(r.staged, error)) {
@@ -455,14 +480,14 @@ bool Publisher::stage(Root& r, const std::string& rel, const FileSpec& want, con
             r.touch(f->first);
             if (!fs_.remove_all(r.staged + "/" + std::string(f->first), error)) return false;
             r.spare_kept -= f->second.kept;
-            r.spare_files.erase(f);
+            r.forget_spare(f);
         }
     if (spare != r.spare_files.end() || r.spare_dirs.count(rel)) {
         r.touch(rel);
         if (!fs_.remove_all(r.staged + "/" + rel, error)) return false;
         if (spare != r.spare_files.end()) {
             r.spare_kept -= spare->second.kept;
-            r.spare_files.erase(spare);
+            r.forget_spare(spare);
         }
         r.spare_dirs.erase(rel);
     }
@@ -540,10 +565,14 @@ bool Publisher::place_kept(Root& r, const std::string& path, const void* found) 
     live.kept = true;
     if (options_.dry_run || failed_) return true;
     const std::string& rel = live.entry->path;
-    const auto spare = r.spare_files.find(rel);
-    if (spare != r.spare_files.end() && spare->second.ino == live.entry->ino) {
-        if (!spare->second.kept) ++r.spare_kept;
-        spare->second.kept = true;
+    Root::SpareFile* spare = live.spare;
+    if (!r.spares_matched) {
+        const auto it = r.spare_files.find(rel);
+        spare = it == r.spare_files.end() ? nullptr : &it->second;
+    }
+    if (spare && spare->ino == live.entry->ino) {
+        if (!spare->kept) ++r.spare_kept;
+        spare->kept = true;
     } else {
         r.to_link.emplace_back(rel, live.was);
     }
@@ -742,7 +771,7 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
             r->touch(kManifestName);
             ok = ok && fs_.remove_all(r->staged + "/" + kManifestName, error);
             r->spare_kept -= m->second.kept;
-            r->spare_files.erase(m);
+            r->forget_spare(m);
         }
         const auto in_new_tree = [r](std::string_view rel) {
             if (r->fresh.count(rel)) return true;

@@ -83,6 +83,10 @@ public:
     void look_live();
     void look_spares();
     void look_end();
+    // After look_end(): notes for each live file the spare's file at its path, so that staging
+    // a kept file need not look it up (look() does it too). It writes only what as_last_built
+    // does not read: the two may run at once.
+    void match_spares();
     bool begin(Diagnostics& diags);
     bool add(const OutputFile& file, Diagnostics& diags);
     // The same, with the file's sha256_hex already computed (e.g. by the thread that rendered it).

@@ -79,6 +79,28 @@ void check_memo(sitegen::FileSystem& fs, const std::string& text) {
     if (loaded(fs, text, &second, second_site) != plain) std::abort();
 }
 
+// The rules run with the memo a run of the same site left report what a run without one
+// reports, and a memo that was left is used.
+void check_rules_memo(const sitegen::Site& site) {
+    using namespace sitegen;
+    const auto shown = [](const Diagnostics& d) {
+        std::string out;
+        for (const Diagnostic& x : d.all())
+            out += x.where.file + ":" + std::to_string(x.where.line) + ":" + std::to_string(x.where.column) + " " +
+                   x.message + "\n";
+        return out;
+    };
+    Diagnostics plain, first, again;
+    run_rules(site, {}, plain);
+    RulesMemo memo;
+    memo.identity = "fuzz";
+    run_rules(site, {}, first, &memo);
+    memo.text = memo.next;
+    run_rules(site, {}, again, &memo);
+    if (shown(first) != shown(plain) || shown(again) != shown(plain)) std::abort();
+    if (!memo.text.empty() && !memo.reused) std::abort();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -99,7 +121,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     };
     if (load_site_text(fs, "sites/fuzz/site.toml", text, site, diags)) {
         check_site(site, site.site.name, diags);
-        if (!diags.has_errors()) run_rules(site, {}, diags);
+        if (!diags.has_errors()) {
+            check_rules_memo(site);
+            run_rules(site, {}, diags);
+        }
     }
     if (diags.has_errors()) {
         (void)render_all(diags, reader);
