@@ -3,6 +3,7 @@
 #include "out/beside.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <exception>
@@ -535,6 +536,7 @@ struct BuildWorkingSet {
     std::map<std::string, BuildState> states_read;
     std::map<std::string, std::string> state_texts_read;
     std::unordered_map<std::string, FileStat> known;
+    std::map<std::string, SpareListing> spares;  // the last build's spare listings, by root
     std::vector<BuildState> last, next;
     std::optional<Publisher> publisher;
     std::vector<Loaded> sites;
@@ -636,8 +638,11 @@ bool replace_file(FileSystem& fs, const std::string& path, const std::string& te
 // when it cannot be written the next build renders everything, so that is only a warning).
 void record_state(FileSystem& fs, const Request& request, const std::string& state_dir, const Loaded& l,
                   BuildState& state, PublishReport& report, Result& result) {
-    for (const std::string& root : {modules_root(l.site), easyconfigs_root(l.site)})
+    for (const std::string& root : {modules_root(l.site), easyconfigs_root(l.site)}) {
         if (report.manifest_stats.count(root)) state.manifests[root] = report.manifest_stats[root];
+        if (const auto spare = report.spares.find(root); spare != report.spares.end())
+            state.spares[root] = std::move(spare->second);
+    }
     // Every directory of the roots, with its stat (a new or removed entry changes its mtime):
     // found from the stacks' files and statted on a second thread while the files' stats are
     // gathered (the file system allowing).
@@ -761,11 +766,16 @@ Result run_build(FileSystem& fs, const Request& request) {
         roots.push_back(easyconfigs_root(name));
     }
     auto& known = working->known;  // the last build's stats of every site's files
+    auto& spares = working->spares;
     auto& last = working->last;    // the last build's states, where usable
     last.resize(resolved.sites.size());
     PublishOptions popts{request.out_dir, request.dry_run, request.force};
     popts.threads = render_threads() > 1;
     popts.known = &known;
+    popts.spares = &spares;
+    // (Set once prepare_publish has filled `spares`: the spares' half of the look, on another
+    // thread, takes their listings only then; it never waits for them.)
+    std::atomic<bool> spares_ready{false};
     Publisher& publisher = working->publisher.emplace(fs, roots, popts);
     const auto prepare_publish = [&] {
         for (size_t s = 0; s < resolved.sites.size(); ++s) {
@@ -778,7 +788,9 @@ Result run_build(FileSystem& fs, const Request& request) {
             if (known.empty()) known = std::move(last[s].files);
             else known.insert(last[s].files.begin(), last[s].files.end());
             last[s].files.clear();
+            spares.merge(last[s].spares);
         }
+        spares_ready.store(true, std::memory_order_release);
     };
     TreeEntry journal;
     const bool overlap = render_threads() > 1 && fs.concurrent_reads() &&
@@ -801,7 +813,7 @@ Result run_build(FileSystem& fs, const Request& request) {
             p.options.hooks = l.hooks;
             p.keys = stack_keys(fs, l, p.options);
         }
-        if (overlap) publisher.look_spares();
+        if (overlap) publisher.look_spares(spares_ready.load(std::memory_order_acquire));
     };
     const auto prepare_and_look = [&] {
         if (!overlap) return;  // (the plain order: prepared below, looked at by begin())

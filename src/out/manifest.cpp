@@ -121,6 +121,7 @@ std::string state_text(const BuildState& state, bool threads) {
     for (const auto& [id, record] : state.stacks)
         (i++ < state.stacks.size() / 2 ? bytes : second_bytes) += stack_bytes(id, record);
     for (const auto& [dir, stat] : state.dirs) bytes += 8 + 5 * 21 + dir.size();
+    for (const auto& [root, spare] : state.spares) bytes += 8 + 5 * 21 + root.size() + spare.lines.size();
     for (const auto& q : state.queries) bytes += 8 + q.path.size();
     for (const auto& d : state.findings) bytes += 100 + d.where.file.size() + d.message.size() + d.hint.size();
     out.reserve(bytes + second_bytes + 4096);
@@ -139,6 +140,11 @@ std::string state_text(const BuildState& state, bool threads) {
                    d.message + d.hint + "\n";
     }
     for (const auto& [root, s] : state.manifests) put_stat(out, "manifest", s, root);
+    for (const auto& [root, spare] : state.spares) {
+        if (!one_line(root) || (!spare.lines.empty() && spare.lines.back() != '\n')) return {};
+        put_stat(out, "spare", spare.top, root);
+        out += spare.lines;
+    }
     std::vector<const std::pair<const std::string, FileStat>*> dirs;  // in path order: the same state, the same text
     dirs.reserve(state.dirs.size());
     for (const auto& row : state.dirs) {
@@ -210,7 +216,8 @@ bool parse_state(const std::string& text, BuildState& state, bool inputs_only) {
             d.hint = in.bytes(hint);
             if (in.rest_of_line() != "") return state = {}, false;
             state.findings.push_back(std::move(d));
-        } else if (inputs_only && (kind == "manifest" || kind == "dir" || kind == "file" || kind == "stack")) {
+        } else if (inputs_only && (kind == "manifest" || kind == "dir" || kind == "file" || kind == "stack" ||
+                                   kind == "spare")) {
             return true;
         } else if (kind == "manifest" || kind == "dir" || kind == "file") {
             const FileStat s = in.stat();
@@ -224,6 +231,20 @@ bool parse_state(const std::string& text, BuildState& state, bool inputs_only) {
             } else {
                 return state = {}, false;
             }
+        } else if (kind == "spare") {
+            // Its listing: the lines after it that start with "d " or "f ".
+            SpareListing spare;
+            spare.top = in.stat();
+            const std::string root = in.rest_of_line();
+            size_t end = 0;
+            while (end + 1 < in.text.size() && (in.text[end] == 'd' || in.text[end] == 'f') && in.text[end + 1] == ' ') {
+                const size_t eol = in.text.find('\n', end);
+                if (eol == std::string_view::npos) return state = {}, false;
+                end = eol + 1;
+            }
+            spare.lines = std::string(in.text.substr(0, end));
+            in.text.remove_prefix(end);
+            state.spares[root] = std::move(spare);
         } else if (kind == "stack") {
             const std::string key(in.word());
             const std::string_view how = in.word();

@@ -41,6 +41,16 @@ struct FileStat {
 };
 inline FileStat stat_of(const TreeEntry& e) { return {e.size, e.mtime_ns, e.ino, e.mode}; }
 
+// What a spare held once a publish swapped its tree in: the tree it replaced, as that
+// publish's look found it, one line per entry ("d <size> <mtime> <ino> <mode> <path>" for a
+// directory, "f <ino> <path>" for a file, paths relative to the spare), and the stat of the
+// spare directory itself. The next look takes it instead of listing the spare while the
+// spare directory and each of its directories still have these stats (out/publish.h).
+struct SpareListing {
+    FileStat top;
+    std::string lines;
+};
+
 // The build state of one site: a cache kept outside the output tree (whose bytes stay those of
 // a fresh build), at <state dir>/<digest of the out dir's path>/<site> (state_path). Valid only while each root's manifest
 // has the stat the state recorded (checked by the reader; a stale state is ignored).
@@ -63,6 +73,7 @@ struct BuildState {
     std::unordered_map<std::string, FileStat> dirs;  // every directory of the roots, the roots included
     std::map<std::string, FileStat> manifests;     // root -> its manifest's stat
     std::map<std::string, StackRecord> stacks;     // by module full name (name/version)
+    std::map<std::string, SpareListing> spares;    // root -> its spare, when the publish knew it
     std::unordered_map<std::string, FileStat> files;  // every output, relative to the out dir
     std::string text;  // the text it was read from, when parse_state was given it to keep
     // The file lines of stack `id` as read (a view into `text`), when they are `files` lines;

@@ -3,6 +3,8 @@
 #include "out/beside.h"
 
 #include <algorithm>
+#include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <iterator>
 #include <map>
@@ -266,6 +268,10 @@ struct Publisher::Root {
             path = dir;
         }
     }
+    // The live tree as look_live() found it, as a SpareListing's lines (it is the spare once
+    // this root is swapped in), when it can vouch for it (`listing_ok`).
+    std::string listing;
+    bool listing_ok = false;
     // What look() saw at the root's manifest and spare paths (begin() checks they still hold).
     bool manifest_exists = false, spare_exists = false;
     TreeEntry manifest_top, spare_top;
@@ -343,9 +349,106 @@ void Publisher::look_end() {
     if (looked_) ++looks_;
 }
 
+namespace {
+
+void put_number(std::string& out, unsigned long long n) {
+    char buf[24];
+    out += ' ';
+    out.append(buf, std::to_chars(buf, buf + sizeof buf, n).ptr);
+}
+
+unsigned long long now_ns() {
+    return static_cast<unsigned long long>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+// `entries` (a scanned tree) as a SpareListing's lines; false when the tree holds anything
+// but directories (0755) and regular files, or a directory (or `top`) changed within
+// kListingSettleNs before `looked_at`.
+bool listing_of(const TreeEntry& top, const std::vector<TreeEntry>& entries, unsigned long long looked_at,
+                std::string& out) {
+    const auto settled = [&](const TreeEntry& e) { return e.mtime_ns + kListingSettleNs < looked_at; };
+    if (top.type != TreeEntry::Type::dir || top.mode != kDirMode || !settled(top)) return false;
+    size_t bytes = 0;
+    for (const TreeEntry& e : entries) bytes += e.path.size() + 90;
+    out.reserve(bytes);
+    for (const TreeEntry& e : entries) {
+        if (e.path.find('\n') != std::string::npos) return false;
+        if (e.type == TreeEntry::Type::dir) {
+            if (e.mode != kDirMode || !settled(e)) return false;
+            out += 'd';
+            for (unsigned long long n : {e.size, e.mtime_ns, e.ino, static_cast<unsigned long long>(e.mode)}) put_number(out, n);
+        } else if (e.type == TreeEntry::Type::file) {
+            out += 'f';
+            put_number(out, e.ino);
+        } else {
+            return false;
+        }
+        out += ' ';
+        out += e.path;
+        out += '\n';
+    }
+    return true;
+}
+
+// The spare at `staged` as `listing` says, into `out`, when the spare directory (`top`, as
+// looked at) and each directory listed still have the recorded stat; false otherwise.
+bool spare_from_listing(FileSystem& fs, const std::string& staged, const TreeEntry& top, const SpareListing& listing,
+                        std::vector<TreeEntry>& out) {
+    if (top.type != TreeEntry::Type::dir || !(stat_of(top) == listing.top)) return false;
+    std::string_view rest = listing.lines;
+    const auto word = [&rest]() {
+        const size_t end = std::min(rest.find_first_of(" \n"), rest.size());
+        const std::string_view w = rest.substr(0, end);
+        rest.remove_prefix(std::min(end + 1, rest.size()));
+        return w;
+    };
+    const auto number = [&word](unsigned long long& n) {
+        const std::string_view w = word();
+        const auto [ptr, ec] = std::from_chars(w.data(), w.data() + w.size(), n);
+        return ec == std::errc() && ptr == w.data() + w.size() && !w.empty();
+    };
+    out.clear();
+    while (!rest.empty()) {
+        const std::string_view kind = word();
+        TreeEntry e;
+        if (kind == "d") {
+            FileStat s;
+            unsigned long long mode = 0;
+            if (!number(s.size) || !number(s.mtime_ns) || !number(s.ino) || !number(mode)) return false;
+            s.mode = static_cast<unsigned>(mode);
+            const size_t eol = rest.find('\n');
+            if (eol == std::string_view::npos) return false;
+            e.path = std::string(rest.substr(0, eol));
+            rest.remove_prefix(eol + 1);
+            TreeEntry now;
+            if (e.path.empty() || !fs.entry(staged + "/" + e.path, now) || now.type != TreeEntry::Type::dir ||
+                !(stat_of(now) == s))
+                return false;
+            now.path = std::move(e.path);
+            out.push_back(std::move(now));
+        } else if (kind == "f") {
+            if (!number(e.ino)) return false;
+            const size_t eol = rest.find('\n');
+            if (eol == std::string_view::npos) return false;
+            e.path = std::string(rest.substr(0, eol));
+            rest.remove_prefix(eol + 1);
+            if (e.path.empty()) return false;
+            e.type = TreeEntry::Type::file;
+            out.push_back(std::move(e));
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
 // Each root's manifest and live tree, the live files hashed where their stat is not the known
 // one. (Only the members of Root the spares' half leaves alone.)
 void Publisher::look_live() {
+    const unsigned long long looked_at = now_ns();
     for (Root& r : state_) {
         const std::string& root = r.root;
         r.manifest_exists = fs_.entry(r.live + "/" + kManifestName, r.manifest_top);
@@ -379,12 +482,15 @@ void Publisher::look_live() {
             }
             r.live_of[i] = &placed;
         }
+        r.listing.clear();
+        r.listing_ok = !options_.dry_run && r.exists && listing_of(r.top, r.entries, looked_at, r.listing);
+        if (!r.listing_ok) r.listing.clear();
     }
     looked_live_ = true;
 }
 
 // Each root's spare (none in a dry run).
-void Publisher::look_spares() {
+void Publisher::look_spares(bool listings) {
     for (Root& r : state_) {
         if (options_.dry_run) continue;
         // The spare is reused when it is a directory whose directories are all 0755 (a fresh
@@ -392,7 +498,11 @@ void Publisher::look_spares() {
         r.spare_exists = fs_.entry(r.staged, r.spare_top);
         r.spare_reusable = r.spare_exists && r.spare_top.type == TreeEntry::Type::dir && r.spare_top.mode == kDirMode;
         if (!r.spare_reusable) continue;
-        r.spare = fs_.scan(r.staged, false);  // files: path and inode are enough
+        // As the last publish left it, if it still is; else read (files: path and inode are enough).
+        const auto* known = listings ? options_.spares : nullptr;
+        const auto listed = known ? known->find(r.root) : decltype(known->end()){};
+        if (!known || listed == known->end() || !spare_from_listing(fs_, r.staged, r.spare_top, listed->second, r.spare))
+            r.spare = fs_.scan(r.staged, false);
         r.spare_files.reserve(r.spare.size());
         r.spare_dirs.reserve(r.spare.size() / 2);
         for (const TreeEntry& e : r.spare) {
@@ -832,6 +942,18 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
     }
     fs_.unlock();
     known_dir_stats(to_swap, report);
+    // What each spare now holds: the tree it replaced, as the look found it.
+    const unsigned long long swapped_at = now_ns();
+    for (Root* r : to_swap) {
+        TreeEntry top;
+        // (A spare directory the swap changed just now could change again within that tick.)
+        if (!r->listing_ok || !fs_.entry(r->staged, top) || top.type != TreeEntry::Type::dir ||
+            top.mtime_ns + kListingSettleNs >= swapped_at)
+            continue;
+        SpareListing& spare = report.spares[r->root];
+        spare.top = stat_of(top);
+        spare.lines = std::move(r->listing);
+    }
     return true;
 }
 

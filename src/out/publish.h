@@ -37,6 +37,10 @@ struct PublishOptions {
     // with this stat is taken to still have its manifest hash and is not read. Only valid
     // while the roots' manifests are the ones that publish wrote (the caller checks).
     const std::unordered_map<std::string, FileStat>* known = nullptr;
+    // The spares as the last publish left them, by root: a look takes a spare's listing from
+    // here instead of reading its directories while the spare and each of its directories
+    // have the recorded stat (an entry made or removed in a directory changes its mtime).
+    const std::map<std::string, SpareListing>* spares = nullptr;
 };
 
 struct PublishReport {
@@ -51,7 +55,16 @@ struct PublishReport {
     // The stat of the roots' directories (by path relative to out_dir) that the publisher knows
     // without asking the file system again (none changed since its look); the others are not listed.
     std::unordered_map<std::string, FileStat> dir_stats;
+    // Each swapped-in root's spare (the tree it replaced, as the look found it), for the next
+    // look (PublishOptions::spares), when the look could vouch for it: only directories and
+    // regular files, directories 0755, none changed within kListingSettleNs of the look.
+    std::map<std::string, SpareListing> spares;
 };
+
+// How long before a look a directory must have last changed for its listing to be recorded:
+// longer than a file system clock tick, so that a change after the look (within the tick of
+// the recorded mtime) still changes the mtime.
+constexpr unsigned long long kListingSettleNs = 20'000'000;
 
 // The manifest text for a root: one "<sha256> <mode> <path>" line per file, sorted.
 std::string manifest_text(const std::vector<const OutputFile*>& files_in_root, const std::string& root);
@@ -81,7 +94,8 @@ public:
     // (a build that stopped early), look_end() leaves no look for begin() to use.
     void look_start();
     void look_live();
-    void look_spares();
+    // (`listings`: whether options.spares may be read now; without, each spare is read.)
+    void look_spares(bool listings = true);
     void look_end();
     // After look_end(): notes for each live file the spare's file at its path, so that staging
     // a kept file need not look it up (look() does it too). It writes only what as_last_built

@@ -176,4 +176,35 @@ after "tree replaced" "$one $two"
 state=$(find "$SCRATCH/state-inc" -type f -name lumi)
 head -c "$(($(stat -c %s "$state") / 2))" "$state" >"$state.cut" && mv "$state.cut" "$state"
 after "state cut short" "$one $two"
+# The spare's listing (out/manifest.h SpareListing): a build records what the spare it leaves
+# holds, and the next one takes that instead of reading the spare while the spare and each of
+# its directories have the recorded stat. Whatever is changed in the spare in between is found:
+# the tree is still a fresh build's.
+spare=$inc/modules-out/.lumi.sitegen-spare
+edit_two() {
+  if grep -q '"PyTorch 2.4.0, edited."' "$sites/lumi/site.toml"; then
+    sed -i 's/"PyTorch 2.4.0, edited."/"PyTorch 2.4.0, edited again."/' "$sites/lumi/site.toml"
+  else sed -i 's/"PyTorch 2.4.0, edited again."/"PyTorch 2.4.0, edited."/' "$sites/lumi/site.toml"; fi
+}
+sleep 0.1 && edit_two
+after "one stack, the spare settled" "$two"
+sleep 0.1 && edit_two
+after "one stack again" "$two"
+check "the state records the spare's listing" grep -q '^spare [0-9 ]*modules-out/lumi$' "$(find "$SCRATCH/state-inc" -type f -name lumi)"
+echo stray >"$spare/modulefiles/PyTorch/stray.lua"
+sleep 0.1 && edit_two
+after "a stray file in the spare" "$two"
+victim=$(find "$spare/software" -type f -name 'job.slurm' | head -n 1)
+rm "$victim" && echo "#!/bin/sh" >"$victim"
+sleep 0.1 && edit_two
+after "a spare file replaced" "$two"
+rm "$(find "$spare/software" -type f -name 'get-master' | head -n 1)"
+sleep 0.1 && edit_two
+after "a spare file removed" "$two"
+chmod 0700 "$(find "$spare/software" -mindepth 1 -type d | head -n 1)"
+sleep 0.1 && edit_two
+after "a spare directory's mode changed" "$two"
+ln -s /etc/passwd "$spare/software/a-link"
+sleep 0.1 && edit_two
+after "a symbolic link in the spare" "$two"
 finish
