@@ -5,11 +5,12 @@
 # location (default: tmpfs and disk).
 #   bench/incremental.sh SITEGEN [N] [DIR...]     (default N 2000, DIR /dev/shm /var/tmp)
 # Wall times: best of 3 (noisy on a shared machine). "check only" is `sitegen check` of the
-# same site and out dir (so it reads the stack memo the builds left, as a rebuild does):
-# loading, checking and the rules, which every rebuild after an edit runs whole (any edit may
-# change any finding), so it is the floor under "next change". With CALLGRIND=M it
+# same site and out dir (so it reads the stack memo and the rules' memo the builds left, as a
+# rebuild does): loading, checking and the rules (or their kept findings), which every rebuild
+# after an edit goes through whole, so it is the floor under "next change". With CALLGRIND=M it
 # also prints the instructions of the sitegen process (its threads; not its forked sandboxes,
-# whose counts callgrind starts from the parent's) in the builds of an M-stack site, all and
+# whose counts callgrind starts from the parent's; the rules' view of the site is made in the
+# process since the rules' memo) in the builds of an M-stack site, all and
 # outside SHA-256 (which runs its portable code under valgrind, not SHA-NI): the repeatable
 # measure.
 set -euo pipefail

@@ -311,6 +311,11 @@ static bool same_look(bool a_exists, const TreeEntry& a, bool b_exists, const Tr
     return !a_exists || (a.type == b.type && a.mode == b.mode && a.ino == b.ino && a.mtime_ns == b.mtime_ns);
 }
 
+namespace {
+bool listing_of(const TreeEntry& top, const std::vector<TreeEntry>& entries, unsigned long long looked_at,
+                std::string& out);
+}  // namespace
+
 void Publisher::look() {
     look_start();
     look_live();
@@ -322,6 +327,9 @@ void Publisher::look() {
 void Publisher::match_spares() {
     if (!looked_) return;
     for (Root& r : state_) {
+        r.listing.clear();
+        r.listing_ok = !options_.dry_run && r.exists && listing_of(r.top, r.entries, looked_live_at_, r.listing);
+        if (!r.listing_ok) r.listing.clear();
         if (r.spare_made) continue;  // (begin() made it anew: nothing in it to find)
         for (auto& [rel, live] : r.live_files) {
             const auto spare = r.spare_files.find(rel);
@@ -482,10 +490,8 @@ void Publisher::look_live() {
             }
             r.live_of[i] = &placed;
         }
-        r.listing.clear();
-        r.listing_ok = !options_.dry_run && r.exists && listing_of(r.top, r.entries, looked_at, r.listing);
-        if (!r.listing_ok) r.listing.clear();
     }
+    looked_live_at_ = looked_at;
     looked_live_ = true;
 }
 

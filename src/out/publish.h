@@ -98,8 +98,9 @@ public:
     void look_spares(bool listings = true);
     void look_end();
     // After look_end(): notes for each live file the spare's file at its path, so that staging
-    // a kept file need not look it up (look() does it too). It writes only what as_last_built
-    // does not read: the two may run at once.
+    // a kept file need not look it up, and makes each live tree's SpareListing for finish() to
+    // report (look() does it too). It writes only what as_last_built does not read: the two may
+    // run at once.
     void match_spares();
     bool begin(Diagnostics& diags);
     bool add(const OutputFile& file, Diagnostics& diags);
@@ -150,6 +151,7 @@ private:
     unsigned looks_ = 0;
     bool looked_ = false, begun_ = false, failed_ = false, io_error_ = false;
     bool looked_live_ = false, looked_spares_ = false;  // the halves taken since look_start()
+    unsigned long long looked_live_at_ = 0;  // when look_live() began (ns since the epoch)
 };
 
 // Publishes `files` (paths relative to out_dir, each under one of `roots`). Returns false
