@@ -101,6 +101,49 @@ bool one_line(const std::string& s) { return s.find('\n') == std::string::npos; 
 
 }  // namespace
 
+bool append_listing_line(std::string& out, const TreeEntry& e) {
+    if (!one_line(e.path)) return false;
+    if (e.type == TreeEntry::Type::dir) {
+        put_stat(out, "d", stat_of(e), e.path);
+    } else if (e.type == TreeEntry::Type::file) {
+        char number[24];
+        out += "f ";
+        out.append(number, std::to_chars(number, number + sizeof number, e.ino).ptr);
+        out += ' ';
+        out += e.path;
+        out += '\n';
+    } else {
+        return false;
+    }
+    return true;
+}
+
+bool parse_listing(std::string_view lines, std::vector<TreeEntry>& out) {
+    StateReader in{lines};
+    out.clear();
+    while (in.ok && !in.text.empty()) {
+        const std::string_view kind = in.word();
+        TreeEntry e;
+        if (kind == "d") {
+            const FileStat s = in.stat();
+            e.type = TreeEntry::Type::dir;
+            e.size = s.size;
+            e.mtime_ns = s.mtime_ns;
+            e.ino = s.ino;
+            e.mode = s.mode;
+        } else if (kind == "f") {
+            e.type = TreeEntry::Type::file;
+            e.ino = in.number();
+        } else {
+            return false;
+        }
+        e.path = in.rest_of_line();
+        if (e.path.empty()) return false;
+        out.push_back(std::move(e));
+    }
+    return in.ok;
+}
+
 std::string state_text(const BuildState& state, bool threads) {
     // Each path and name is one line of the text: one with a newline cannot be written.
     for (const auto& q : state.queries)

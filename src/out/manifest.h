@@ -51,6 +51,14 @@ struct SpareListing {
     std::string lines;
 };
 
+// A scanned tree's entry as a SpareListing line, appended to `out`; false (nothing appended)
+// for an entry a listing cannot hold (neither directory nor regular file, or a path with a
+// newline).
+bool append_listing_line(std::string& out, const TreeEntry& entry);
+// The entries of SpareListing lines, in order (a directory's with its stat, a file's with its
+// inode and type); false when `lines` are not such lines.
+bool parse_listing(std::string_view lines, std::vector<TreeEntry>& out);
+
 // The build state of one site: a cache kept outside the output tree (whose bytes stay those of
 // a fresh build), at <state dir>/<digest of the out dir's path>/<site> (state_path). Valid only while each root's manifest
 // has the stat the state recorded (checked by the reader; a stale state is ignored).

@@ -32,6 +32,38 @@ TEST_CASE("the build state reads back as written", "[manifest]") {
     CHECK_FALSE(parse_state(text + "garbage line\n", back));
 }
 
+TEST_CASE("a spare's listing reads back as written, in the state too", "[manifest]") {
+    TreeEntry dir{"modulefiles", TreeEntry::Type::dir, 0755, "", 60, 1795506803154931015ULL, 7};
+    TreeEntry file{"modulefiles/a b.lua", TreeEntry::Type::file, 0, "", 0, 0, 8};
+    std::string lines;
+    REQUIRE(append_listing_line(lines, dir));
+    REQUIRE(append_listing_line(lines, file));
+    CHECK(lines == "d 60 1795506803154931015 7 493 modulefiles\nf 8 modulefiles/a b.lua\n");
+    std::vector<TreeEntry> back;
+    REQUIRE(parse_listing(lines, back));
+    REQUIRE(back.size() == 2);
+    CHECK((back[0].path == dir.path && back[0].type == dir.type && stat_of(back[0]) == stat_of(dir)));
+    CHECK((back[1].path == file.path && back[1].type == file.type && back[1].ino == file.ino));
+    // What a listing cannot hold, and lines that are not a listing's.
+    std::string unchanged = lines;
+    CHECK_FALSE(append_listing_line(unchanged, TreeEntry{"link", TreeEntry::Type::symlink}));
+    CHECK_FALSE(append_listing_line(unchanged, TreeEntry{"a\nb", TreeEntry::Type::file}));
+    CHECK(unchanged == lines);
+    CHECK_FALSE(parse_listing("x 1 a\n", back));
+    CHECK_FALSE(parse_listing("f one a\n", back));
+    CHECK_FALSE(parse_listing("f 1 a", back));
+    // In the state, after the manifests.
+    BuildState state;
+    state.manifests["modules-out/s"] = {10, 20, 30};
+    state.spares["modules-out/s"] = {{4, 5, 6, 0755}, lines};
+    BuildState read;
+    REQUIRE(parse_state(state_text(state), read));
+    REQUIRE(read.spares.count("modules-out/s"));
+    CHECK(read.spares["modules-out/s"].top == state.spares["modules-out/s"].top);
+    CHECK(read.spares["modules-out/s"].lines == lines);
+    CHECK(read.manifests == state.manifests);
+}
+
 TEST_CASE("a kept stack's state lines are the last state's, copied as they were read", "[manifest]") {
     BuildState state;
     state.manifests["modules-out/s"] = {10, 20, 30};

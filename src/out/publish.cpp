@@ -3,7 +3,6 @@
 #include "out/beside.h"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <iterator>
@@ -359,12 +358,6 @@ void Publisher::look_end() {
 
 namespace {
 
-void put_number(std::string& out, unsigned long long n) {
-    char buf[24];
-    out += ' ';
-    out.append(buf, std::to_chars(buf, buf + sizeof buf, n).ptr);
-}
-
 unsigned long long now_ns() {
     return static_cast<unsigned long long>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
@@ -380,22 +373,9 @@ bool listing_of(const TreeEntry& top, const std::vector<TreeEntry>& entries, uns
     size_t bytes = 0;
     for (const TreeEntry& e : entries) bytes += e.path.size() + 90;
     out.reserve(bytes);
-    for (const TreeEntry& e : entries) {
-        if (e.path.find('\n') != std::string::npos) return false;
-        if (e.type == TreeEntry::Type::dir) {
-            if (e.mode != kDirMode || !settled(e)) return false;
-            out += 'd';
-            for (unsigned long long n : {e.size, e.mtime_ns, e.ino, static_cast<unsigned long long>(e.mode)}) put_number(out, n);
-        } else if (e.type == TreeEntry::Type::file) {
-            out += 'f';
-            put_number(out, e.ino);
-        } else {
+    for (const TreeEntry& e : entries)
+        if ((e.type == TreeEntry::Type::dir && (e.mode != kDirMode || !settled(e))) || !append_listing_line(out, e))
             return false;
-        }
-        out += ' ';
-        out += e.path;
-        out += '\n';
-    }
     return true;
 }
 
@@ -403,50 +383,13 @@ bool listing_of(const TreeEntry& top, const std::vector<TreeEntry>& entries, uns
 // looked at) and each directory listed still have the recorded stat; false otherwise.
 bool spare_from_listing(FileSystem& fs, const std::string& staged, const TreeEntry& top, const SpareListing& listing,
                         std::vector<TreeEntry>& out) {
-    if (top.type != TreeEntry::Type::dir || !(stat_of(top) == listing.top)) return false;
-    std::string_view rest = listing.lines;
-    const auto word = [&rest]() {
-        const size_t end = std::min(rest.find_first_of(" \n"), rest.size());
-        const std::string_view w = rest.substr(0, end);
-        rest.remove_prefix(std::min(end + 1, rest.size()));
-        return w;
-    };
-    const auto number = [&word](unsigned long long& n) {
-        const std::string_view w = word();
-        const auto [ptr, ec] = std::from_chars(w.data(), w.data() + w.size(), n);
-        return ec == std::errc() && ptr == w.data() + w.size() && !w.empty();
-    };
-    out.clear();
-    while (!rest.empty()) {
-        const std::string_view kind = word();
-        TreeEntry e;
-        if (kind == "d") {
-            FileStat s;
-            unsigned long long mode = 0;
-            if (!number(s.size) || !number(s.mtime_ns) || !number(s.ino) || !number(mode)) return false;
-            s.mode = static_cast<unsigned>(mode);
-            const size_t eol = rest.find('\n');
-            if (eol == std::string_view::npos) return false;
-            e.path = std::string(rest.substr(0, eol));
-            rest.remove_prefix(eol + 1);
-            TreeEntry now;
-            if (e.path.empty() || !fs.entry(staged + "/" + e.path, now) || now.type != TreeEntry::Type::dir ||
-                !(stat_of(now) == s))
-                return false;
-            now.path = std::move(e.path);
-            out.push_back(std::move(now));
-        } else if (kind == "f") {
-            if (!number(e.ino)) return false;
-            const size_t eol = rest.find('\n');
-            if (eol == std::string_view::npos) return false;
-            e.path = std::string(rest.substr(0, eol));
-            rest.remove_prefix(eol + 1);
-            if (e.path.empty()) return false;
-            e.type = TreeEntry::Type::file;
-            out.push_back(std::move(e));
-        } else {
+    if (top.type != TreeEntry::Type::dir || !(stat_of(top) == listing.top) || !parse_listing(listing.lines, out))
+        return false;
+    for (const TreeEntry& e : out) {
+        TreeEntry now;
+        if (e.type == TreeEntry::Type::dir &&
+            (!fs.entry(staged + "/" + e.path, now) || now.type != TreeEntry::Type::dir || !(stat_of(now) == stat_of(e))))
             return false;
-        }
     }
     return true;
 }
