@@ -186,26 +186,21 @@ const std::string* ReadLog::path_of(const LuaValue* node) {
     return it == paths_.end() ? nullptr : &it->second;
 }
 
-void ReadLog::reached_item(const LuaValue* parent, const LuaValue* child) {
+void ReadLog::reached(const LuaValue* parent, const LuaValue* child, std::string_view step, bool item) {
     if (broken || paths_.count(child) || child == root) return;
     try {
         const std::string* p = path_of(parent);
         if (!p) { broken = true; return; }
-        paths_.emplace(child, *p + std::string(kItem));
+        paths_.emplace(child, item ? *p + std::string(kItem) : *p + "." + escape_key(step));
     } catch (...) {
         broken = true;
     }
 }
 
+void ReadLog::reached_item(const LuaValue* parent, const LuaValue* child) { reached(parent, child, {}, true); }
+
 void ReadLog::reached_field(const LuaValue* parent, const LuaValue* child, std::string_view key) {
-    if (broken || paths_.count(child) || child == root) return;
-    try {
-        const std::string* p = path_of(parent);
-        if (!p) { broken = true; return; }
-        paths_.emplace(child, *p + "." + escape_key(key));
-    } catch (...) {
-        broken = true;
-    }
+    reached(parent, child, key, false);
 }
 
 void ReadLog::add(char kind, const LuaValue* node, std::string_view key, bool with_key) {

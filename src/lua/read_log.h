@@ -38,6 +38,7 @@ struct ReadLog {
 private:
     std::unordered_map<const LuaValue*, std::string> paths_;  // tables reached -> their path
     const std::string* path_of(const LuaValue* node);
+    void reached(const LuaValue* parent, const LuaValue* child, std::string_view key, bool item);
     void add(char kind, const LuaValue* node, std::string_view key = {}, bool with_key = false);
 };
 

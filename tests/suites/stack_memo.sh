@@ -110,26 +110,33 @@ after "[python] changed"
 edit_stack
 after "one stack again"
 
-# A memo that is not as a build wrote it is not trusted.
-head -c "$(($(stat -c %s "$(memo)") / 2))" "$(memo)" >"$SCRATCH/cut" && mv "$SCRATCH/cut" "$(memo)"
-edit_stack
-after "memo cut short"
-python3 - "$(memo)" <<'EOF'
+# not_trusted NAME FILE MARKER: the memo FILE cut short, with a byte changed (in the first
+# MARKER of its second half, else of all of it) and replaced by a FIFO is not trusted: each
+# rebuild writes a fresh build's tree and messages, and none waits on the FIFO.
+not_trusted() {
+  local name=$1 path=$2
+  head -c "$(($(stat -c %s "$path") / 2))" "$path" >"$SCRATCH/cut" && mv "$SCRATCH/cut" "$path"
+  edit_stack
+  after "$name cut short"
+  python3 - "$path" "$3" <<'EOF'
 import sys
-path = sys.argv[1]
+path, marker = sys.argv[1], sys.argv[2].encode()
 data = bytearray(open(path, "rb").read())
-at = data.index(b"PyTorch", len(data) // 2)
-data[at] = ord("Q")
+at = data.find(marker, len(data) // 2)
+at = at if at >= 0 else data.index(marker)
+data[at] ^= 1
 open(path, "wb").write(bytes(data))
 EOF
-edit_stack
-after "memo with a byte changed"
+  edit_stack
+  after "$name with a byte changed"
+  rm "$path" && mkfifo "$path"
+  edit_stack
+  check "$name replaced by a FIFO: the build does not wait on it" timeout 60 bash -c \
+    "SITEGEN_STATE_DIR='$state' '$sitegen' --sites-dir '$sites' --out-dir '$inc' build bench --rules '$SCRATCH/rules' >/dev/null 2>&1"
+  check "$name replaced by a FIFO: a regular memo is written again" test -f "$path"
+}
 memo_path=$(memo)
-rm "$memo_path" && mkfifo "$memo_path"
-edit_stack
-check "memo replaced by a FIFO: the build does not wait on it" timeout 60 bash -c \
-  "SITEGEN_STATE_DIR='$state' '$sitegen' --sites-dir '$sites' --out-dir '$inc' build bench --rules '$SCRATCH/rules' >/dev/null 2>&1"
-check "memo replaced by a FIFO: a regular memo is written again" test -f "$memo_path"
+not_trusted memo "$memo_path" PyTorch
 rm "$memo_path" && mkdir "$memo_path"
 edit_stack
 rc=0
@@ -149,24 +156,6 @@ after "a description the rule reads"
 sed -i 's/"description of "/"about "/' "$SCRATCH/rules/describe.lua"
 after "the rule file changed"
 check_contains "the changed rule's message is reported" "about 2.0.3" "$(cat "$SCRATCH/inc.err")"
-head -c "$(($(stat -c %s "$(rules_memo)") / 2))" "$(rules_memo)" >"$SCRATCH/cut" && mv "$SCRATCH/cut" "$(rules_memo)"
-edit_stack
-after "rules memo cut short"
-python3 - "$(rules_memo)" <<'EOF'
-import sys
-path = sys.argv[1]
-data = bytearray(open(path, "rb").read())
-at = data.index(b"about")
-data[at] = ord("A")
-open(path, "wb").write(bytes(data))
-EOF
-edit_stack
-after "rules memo with a byte changed"
-rules_path=$(rules_memo)
-rm "$rules_path" && mkfifo "$rules_path"
-edit_stack
-check "rules memo replaced by a FIFO: the build does not wait on it" timeout 60 bash -c \
-  "SITEGEN_STATE_DIR='$state' '$sitegen' --sites-dir '$sites' --out-dir '$inc' build bench --rules '$SCRATCH/rules' >/dev/null 2>&1"
-check "rules memo replaced by a FIFO: a regular memo is written again" test -f "$rules_path"
+not_trusted "rules memo" "$(rules_memo)" about
 after "rules memo back"
 finish
