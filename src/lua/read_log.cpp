@@ -7,6 +7,7 @@
 
 #include "out/sha256.h"
 #include "site/model.h"
+#include "site/model_text.h"
 
 namespace sitegen {
 
@@ -67,13 +68,6 @@ void put_number(std::string& out, long long n) {
     out.append(buf, end);
 }
 
-// `s` as <length>:<bytes>.
-void put_text(std::string& out, std::string_view s) {
-    put_number(out, static_cast<long long>(s.size()));
-    out += ':';
-    out += s;
-}
-
 // Appends what a script can learn of `v` from its parent: its kind, a scalar's value, and the
 // path pathof() gives it (a table's contents are read through its own lines).
 void put_value(std::string& out, const LuaValue* v) {
@@ -90,12 +84,12 @@ void put_value(std::string& out, const LuaValue* v) {
             break;
         case LuaValue::Kind::string:
             out += 's';
-            put_text(out, v->text);
+            append_prefixed(out, v->text);
             break;
         case LuaValue::Kind::table: out += 't'; break;
     }
     out += '@';
-    put_text(out, v->path);
+    append_prefixed(out, v->path);
     out += ';';
 }
 
@@ -156,7 +150,7 @@ void put_read(std::string& out, const LuaValue& tree, const Site& site, const st
         put_number(out, static_cast<long long>(node.fields.size()));
         out += ';';
         for (const auto& f : node.fields) {
-            put_text(out, f.key);
+            append_prefixed(out, f.key);
             put_value(out, &f.value);
         }
     });
@@ -240,7 +234,7 @@ std::string reads_digest(const LuaValue& tree, const Site& site, const std::set<
     std::string out;
     for (const auto& line : reads) {
         out.clear();
-        put_text(out, line);
+        append_prefixed(out, line);
         out += '=';
         put_read(out, tree, site, line);
         out += '\n';
