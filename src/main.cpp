@@ -5,6 +5,7 @@
 
 #include "pipeline.h"
 #include "lua/site_view.h"
+#include "out/trace.h"
 #include "site/schema.h"
 
 int main(int argc, char** argv) {
@@ -106,5 +107,9 @@ int main(int argc, char** argv) {
     }
     std::cerr << result.err;
     std::cout << result.out;
+    if (std::string error; !write_trace(*fs, error)) {
+        std::cerr << "sitegen: warning: cannot write the trace SITEGEN_TRACE names: " << error << "\n";
+        if (result.exit_code == kExitOk) result.exit_code = kExitIo;
+    }
     return result.exit_code;
 }

@@ -25,6 +25,7 @@
 #include "out/manifest.h"
 #include "out/publish.h"
 #include "out/sha256.h"
+#include "out/trace.h"
 #include "plan/stack_plan.h"
 #include "render/explain.h"
 #include "render/parallel_emit.h"
@@ -181,6 +182,7 @@ bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>&
         l.name = name;
         Diagnostics site_diags(diags.cap());
         RecordingFs inputs(fs);
+        std::optional<TraceSpan> loading(std::in_place, "load");
         if (!memo_dir.empty()) {
             l.memo = std::make_unique<StackMemo>();
             l.memo->identity = tool_identity();
@@ -192,7 +194,9 @@ bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>&
             if (!fs.read(rules_memo_path(memo_dir, name), l.rules_memo->text, error, kMaxOutputFileBytes))
                 l.rules_memo->text.clear();
         }
-        if (load_site(inputs, request.sites_dir, name, l.site, site_diags, l.memo.get()) || !site_diags.has_errors()) {
+        const bool loaded = load_site(inputs, request.sites_dir, name, l.site, site_diags, l.memo.get());
+        loading.reset();
+        if (loaded || !site_diags.has_errors()) {
             if (rules_later && !site_diags.has_errors()) {
                 l.pending = std::make_unique<Loaded::PendingChecks>(diags.cap());
                 Loaded::PendingChecks& p = *l.pending;
@@ -204,13 +208,17 @@ bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>&
                     }
                 });
             }
-            check_site(l.site, name, site_diags);
+            {
+                const TraceSpan span("check_site");
+                check_site(l.site, name, site_diags);
+            }
             if (l.pending && site_diags.has_errors()) {
                 l.pending->thread.join();  // a site check refused: its rules' findings are not wanted
                 if (l.pending->failed) std::rethrow_exception(l.pending->failed);
                 l.pending.reset();
             }
             if (!l.pending && !site_diags.has_errors()) run_rules(l.site, request.rule_dirs, site_diags, l.rules_memo.get());
+            const TraceSpan hooks("hooks");
             if (!site_diags.has_errors()) l.hooks = run_hooks(l.site, l.pending ? l.pending->hooks : site_diags);
         }
         record_inputs(inputs, request, l);
@@ -292,6 +300,7 @@ std::string hook_text(const HookAdditions& h) {
 // from: sitegen, the install prefix, the site-wide tables, the rule and hook files (by
 // content), the stack itself and what the hooks add to it.
 std::vector<std::string> stack_keys(FileSystem& fs, const Loaded& l, const PlanOptions& options) {
+    const TraceSpan span("stack_keys");
     std::string base;
     put_text(base, tool_identity());
     put_text(base, options.prefix);
@@ -345,6 +354,7 @@ std::string under_out(const std::string& out_dir, const std::string& path) {
 // inputs changed (unparsed), so a build that is not up to date need not read them again.
 bool up_to_date(FileSystem& fs, const Request& request, const std::string& state_dir, Result& result,
                 std::map<std::string, BuildState>& states, std::map<std::string, std::string>& texts) {
+    const TraceSpan span("up_to_date");
     if (state_dir.empty()) return false;
     Result scratch;
     std::vector<std::string> names;
@@ -409,6 +419,7 @@ std::string state_dir_of(const std::string& out_dir) {
 // manifest has the stat the state recorded, so it is the one that build wrote); empty otherwise.
 BuildState usable_state(FileSystem& fs, const std::string& out_dir, const std::string& state_dir,
                         const std::string& site_name, BuildState* read, std::string* text_read) {
+    const TraceSpan span("last_state");
     BuildState state;
     if (read) {
         state = std::move(*read);
@@ -447,6 +458,7 @@ std::vector<KeptFile> reusable(const Publisher& publisher, const BuildState& sta
 // (Only reads: on a big site the second half is looked up on a thread of its own.)
 std::vector<std::vector<KeptFile>> kept_stacks(const Publisher& publisher, const BuildState& state, const Site& site,
                                                const std::vector<std::string>& keys) {
+    const TraceSpan span("kept_stacks");
     const size_t n = site.stacks.size();
     std::vector<std::string> ids(n);
     std::unordered_map<std::string_view, int> count;
@@ -519,6 +531,7 @@ Result run_explain(FileSystem& fs, const Request& request, const std::string& st
 }
 
 Result run_check(FileSystem& fs, const Request& request) {
+    const TraceSpan span("check");
     Result result;
     Diagnostics diags;
     std::vector<Loaded> sites;
@@ -565,6 +578,7 @@ struct PreparedSite {
 // self-checked meanwhile.
 void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const BuildState& last, BuildState& next,
                  Diagnostics& diags) {
+    const TraceSpan span("render_site");
     // Stacks render on worker threads and come back here in stack order, hashed, to be
     // staged; the self-check runs on batches of modulefiles meanwhile (render_threads()
     // == 1: one after the other in this thread, as before).
@@ -638,6 +652,7 @@ bool replace_file(FileSystem& fs, const std::string& path, const std::string& te
 // when it cannot be written the next build renders everything, so that is only a warning).
 void record_state(FileSystem& fs, const Request& request, const std::string& state_dir, const Loaded& l,
                   BuildState& state, PublishReport& report, Result& result) {
+    const TraceSpan span("record_state");
     for (const std::string& root : {modules_root(l.site), easyconfigs_root(l.site)}) {
         if (report.manifest_stats.count(root)) state.manifests[root] = report.manifest_stats[root];
         if (const auto spare = report.spares.find(root); spare != report.spares.end())
@@ -720,6 +735,7 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
 // that is only a warning.
 void record_memo(FileSystem& fs, const std::string& state_dir, const Loaded& l, const std::string& text,
                  Result& result) {
+    const TraceSpan span("record_memo");
     std::string error;
     if (l.memo && text != l.memo->text && !replace_file(fs, stack_memo_path(state_dir, l.name), text, error))
         result.err += "sitegen: warning: cannot record the stack memo (the next build parses every stack): " + error + "\n";
@@ -734,6 +750,7 @@ void record_memo(FileSystem& fs, const std::string& state_dir, const Loaded& l, 
 }  // namespace
 
 Result run_build(FileSystem& fs, const Request& request) {
+    const TraceSpan span("build");
     Result result;
     auto working = std::make_unique<BuildWorkingSet>();
     struct Leave {  // the process exit frees it at once (main sets leave_working_set)
@@ -847,7 +864,10 @@ Result run_build(FileSystem& fs, const Request& request) {
     const unsigned looks = publisher.looks();
     // The rules ran meanwhile: nothing is written (begin locks and prepares the spare) for a
     // site they refuse.
-    join_checks(sites, diags);
+    {
+        const TraceSpan joining("join_checks");
+        join_checks(sites, diags);
+    }
     if (diags.has_errors()) return refuse_site_errors();
     PublishReport& report = working->report;
     if (!publisher.begin(diags)) {
@@ -879,7 +899,10 @@ Result run_build(FileSystem& fs, const Request& request) {
     bool ok = false;
     run_beside(records && render_threads() > 1, [&] {
         for (size_t s = 0; records && s < sites.size(); ++s)
-            if (sites[s].memo) memo_texts[s] = stack_memo_text(*sites[s].memo, sites[s].site);
+            if (sites[s].memo) {
+                const TraceSpan memo("stack_memo_text");
+                memo_texts[s] = stack_memo_text(*sites[s].memo, sites[s].site);
+            }
     }, [&] { ok = publisher.finish(report, diags); });
     result.err += render_all(diags, reader_for(fs));
     if (!ok) {

@@ -158,6 +158,31 @@ void put_read(std::string& out, const LuaValue& tree, const Site& site, const st
 
 }  // namespace
 
+const ViewNeeds* ViewNeeds::field(std::string_view key) const {
+    static const ViewNeeds kNothingBelow;  // a value read whole by an `all` parent: its own fields are not
+    for (const auto& f : fields)
+        if (f.key == key) return &f.needs;
+    return all ? &kNothingBelow : nullptr;
+}
+
+ViewNeeds view_needs(const std::set<std::string>& reads) {
+    ViewNeeds root;
+    const auto child = [](ViewNeeds& node, const std::string& key) -> ViewNeeds& {
+        for (auto& f : node.fields)
+            if (f.key == key) return f.needs;
+        return node.fields.push_back({key, {}}), node.fields.back().needs;
+    };
+    for (const auto& line : reads) {
+        std::vector<Step> steps;
+        const char kind = line.empty() ? '?' : line[0];
+        if ((kind != 'F' && kind != 'I' && kind != 'A') || !parse_path(std::string_view(line).substr(1), steps)) continue;
+        ViewNeeds* node = &root;
+        for (const Step& s : steps) node = &child(*node, s.item ? std::string(kItem) : s.key);
+        if (kind == 'A') node->all = true;
+    }
+    return root;
+}
+
 std::string escape_key(std::string_view key) {
     std::string out;
     out.reserve(key.size());

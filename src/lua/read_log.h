@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "lua/lua_sandbox.h"
 
@@ -41,6 +42,26 @@ private:
     void reached(const LuaValue* parent, const LuaValue* child, std::string_view key, bool item);
     void add(char kind, const LuaValue* node, std::string_view key = {}, bool with_key = false);
 };
+
+// The parts of a tree that a set of reads looks at, as a tree of keys from the root: the tables
+// the reads walk through and the fields they read ("[]": every item's table), and the tables a
+// read takes whole (`all`: an A line). A view made with these needs (site_to_lua) gives every
+// one of those reads what the whole view gives it, so reads_digest over it is the same.
+struct NeededField;
+struct ViewNeeds {
+    bool all = false;
+    std::vector<NeededField> fields;
+    // The needs of `key`'s value: nullptr when not needed (nor reached through `all`).
+    const ViewNeeds* field(std::string_view key) const;
+};
+struct NeededField {
+    std::string key;  // (unescaped)
+    ViewNeeds needs;
+};
+
+// What the read lines `reads` (a ReadLog's) need of a tree; lines that do not parse need nothing
+// (reads_digest writes them as values of their own).
+ViewNeeds view_needs(const std::set<std::string>& reads);
 
 // The escaped form of one key (as a ReadLog path writes it, without the leading '.').
 std::string escape_key(std::string_view key);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string_view>
 
 #include "lua/read_log.h"
@@ -11,6 +12,7 @@
 #include "lua/supervisor.h"
 #include "out/fs.h"
 #include "out/threads.h"
+#include "out/trace.h"
 
 namespace sitegen {
 
@@ -549,6 +551,7 @@ void run_rule_files(const Site& site, const std::vector<std::string>& files, Dia
 }
 
 void run_rules(const Site& site, const std::vector<std::string>& rule_dirs, Diagnostics& diags, RulesMemo* memo) {
+    const TraceSpan span("rules");
     std::vector<std::string> dirs{default_rules_dir()};
     dirs.insert(dirs.end(), rule_dirs.begin(), rule_dirs.end());
     if (!site.files.empty()) {
@@ -570,18 +573,26 @@ void run_rules(const Site& site, const std::vector<std::string>& rule_dirs, Diag
     const std::string key = readable ? rules_key(memo->identity, files, texts) : std::string();
     // The view is made here, once: to compare what the last run read with this site, and for
     // the children when the rules run (they share it with this process).
-    const auto tree = std::make_shared<const LuaValue>(site_to_lua(site));
     memo->reused = false;
     memo->next.clear();
     RulesRecord last;
-    if (!key.empty() && parse_rules_memo(memo->text, last) && last.key == key &&
-        reads_digest(*tree, site, last.reads) == last.digest) {
-        for (const auto& f : last.findings) diags.add(placed(site, f));
-        memo->reused = true;
-        memo->next = memo->text;
-        return;
+    if (!key.empty() && parse_rules_memo(memo->text, last) && last.key == key) {
+        // Only what the last run read is made of the view to compare it.
+        const TraceSpan compare("rules_memo_check");
+        const ViewNeeds needs = view_needs(last.reads);
+        if (reads_digest(site_to_lua(site, &needs), site, last.reads) == last.digest) {
+            for (const auto& f : last.findings) diags.add(placed(site, f));
+            memo->reused = true;
+            memo->next = memo->text;
+            return;
+        }
     }
+    // The view is made here, once, for the children when the rules run (they share it with
+    // this process) and for the digest of what they read.
+    std::optional<TraceSpan> phase(std::in_place, "rules_view");
+    const auto tree = std::make_shared<const LuaValue>(site_to_lua(site));
     RuleRun run;
+    phase.emplace("rules_run");
     run_files_on(site, tree, files, diags, {}, 0, run);
     if (key.empty() || !run.clean) return;
     RulesRecord record{key, std::move(run.reads), {}, std::move(run.findings)};

@@ -49,18 +49,21 @@ LuaValue pairs_table(const EnvList& env, const std::string& path) {
     return t;
 }
 
+// `needs` (read_log.h): what to build of a model table (nullptr: all of it).
 template <FieldTable T>
-LuaValue table_view(const T& object, const std::string& path);
+LuaValue table_view(const T& object, const std::string& path, const ViewNeeds* needs);
 
-// One value, by its type; `path` is its dotted model path.
-LuaValue value_view(const std::string& v, const std::string&) { return str(v); }
-LuaValue value_view(int v, const std::string&) { return num(v); }
-LuaValue value_view(bool v, const std::string&) { return flag(v); }
-LuaValue value_view(const std::vector<std::string>& v, const std::string&) { return strings(v); }
-LuaValue value_view(const std::vector<int>& v, const std::string&) { return ints(v); }
-LuaValue value_view(const EnvList& v, const std::string& path) { return pairs_table(v, path); }
+const ViewNeeds kNothingBelow;  // a table wanted for itself (an item's), none of its rows
 
-LuaValue value_view(const CoreLists& lists, const std::string&) {
+// One value, by its type; `path` is its dotted model path. Only model tables use `needs`.
+LuaValue value_view(const std::string& v, const std::string&, const ViewNeeds*) { return str(v); }
+LuaValue value_view(int v, const std::string&, const ViewNeeds*) { return num(v); }
+LuaValue value_view(bool v, const std::string&, const ViewNeeds*) { return flag(v); }
+LuaValue value_view(const std::vector<std::string>& v, const std::string&, const ViewNeeds*) { return strings(v); }
+LuaValue value_view(const std::vector<int>& v, const std::string&, const ViewNeeds*) { return ints(v); }
+LuaValue value_view(const EnvList& v, const std::string& path, const ViewNeeds*) { return pairs_table(v, path); }
+
+LuaValue value_view(const CoreLists& lists, const std::string&, const ViewNeeds*) {
     LuaValue t = LuaValue::make_table();
     t.items.reserve(lists.size());
     for (const auto& list : lists) t.push(ints(list));
@@ -69,16 +72,20 @@ LuaValue value_view(const CoreLists& lists, const std::string&) {
 
 template <typename E>
     requires std::is_enum_v<E>
-LuaValue value_view(E v, const std::string&) { return str(to_string(v)); }
+LuaValue value_view(E v, const std::string&, const ViewNeeds*) { return str(to_string(v)); }
 
 template <FieldTable C>
-LuaValue value_view(const C& child, const std::string& path) { return table_view(child, path); }
+LuaValue value_view(const C& child, const std::string& path, const ViewNeeds* needs) {
+    return table_view(child, path, needs);
+}
 
 template <FieldTable C>
-LuaValue value_view(const std::vector<C>& entries, const std::string& path) {
+LuaValue value_view(const std::vector<C>& entries, const std::string& path, const ViewNeeds* needs) {
     LuaValue t = LuaValue::make_table();
     t.items.reserve(entries.size());
-    for (size_t i = 0; i < entries.size(); ++i) t.push(table_view(entries[i], path + "." + std::to_string(i)));
+    const ViewNeeds* items = needs ? needs->field("[]") : nullptr;  // (every item is there: #t counts them)
+    if (needs && !items) items = &kNothingBelow;
+    for (size_t i = 0; i < entries.size(); ++i) t.push(table_view(entries[i], path + "." + std::to_string(i), items));
     return t;
 }
 
@@ -119,20 +126,26 @@ void add_view_extras(LuaValue& t, const Site& site, const std::string&) {
 }
 
 template <FieldTable T>
-LuaValue table_view(const T& object, const std::string& path) {
+LuaValue table_view(const T& object, const std::string& path, const ViewNeeds* needs) {
     LuaValue t = LuaValue::make_table();
     t.fields.reserve(fields_of<T>().size() + 3);  // the rows and the extras: no regrowth moving fields
     static const std::string kNoPath;
     add_view_first(t, object);
     for (const Field<T>& row : fields_of<T>()) {
         if (moved_to_end(object, row.key)) continue;
+        // (A row left out still has its add_view_after: a derived field may be read alone.)
+        const ViewNeeds* row_needs = needs ? needs->field(row.key) : nullptr;
+        if (needs && !row_needs) {
+            add_view_after(t, object, row.key, path);
+            continue;
+        }
         std::visit([&](auto member) {
             using V = member_value_t<decltype(member)>;
             // Only tables use their path (a scalar's is derived from its key when asked): no
             // string built per scalar of every stack.
             constexpr bool uses_path = region_rule_for<V>() == RegionRule::nested || region_rule_for<V>() == RegionRule::names;
             if constexpr (!std::is_same_v<decltype(member), ExtendsPaths>)  // shown as `files`
-                t.add(row.key, value_view(object.*member, uses_path ? child_path(path, row.key) : kNoPath));
+                t.add(row.key, value_view(object.*member, uses_path ? child_path(path, row.key) : kNoPath, row_needs));
         }, row.member);
         add_view_after(t, object, row.key, path);
     }
@@ -188,7 +201,7 @@ void reference_rows(const LuaValue& table, const std::string& path, std::string&
 
 }  // namespace
 
-LuaValue site_to_lua(const Site& site) { return table_view(site, ""); }
+LuaValue site_to_lua(const Site& site, const ViewNeeds* needs) { return table_view(site, "", needs); }
 
 std::string site_view_reference() {
     Site sample;  // one stack and one bind, so that their tables have rows

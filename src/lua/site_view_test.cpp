@@ -2,9 +2,12 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "lua/site_view.h"
+#include "out/fs.h"
+#include "site/load.h"
 
 namespace {
 
@@ -37,4 +40,64 @@ TEST_CASE("the view's reference lists derived fields and enumeration names", "[s
     CHECK(table.find("`scheduler` (`\"slurm\"`/`\"pbs\"`/`\"flux\"`)") != std::string::npos);
     CHECK(table.find("| `site.container.binds[i]` | `host`, `container`, `options`") != std::string::npos);
     CHECK(table.find("`files`") != std::string::npos);
+}
+
+namespace {
+
+// Every read line the view of `t` (the table at generalised path `path`) can give: F of each
+// field, I and A of each table, down every field and item that is a table.
+void every_read(const sitegen::LuaValue& t, const std::string& path, std::set<std::string>& out) {
+    out.insert("I" + path);
+    out.insert("A" + path);
+    for (const auto& f : t.fields) {
+        const std::string p = path + "." + sitegen::escape_key(f.key);
+        out.insert("F" + p);
+        if (f.value.kind == sitegen::LuaValue::Kind::table) every_read(f.value, p, out);
+    }
+    for (const auto& item : t.items)
+        if (item.kind == sitegen::LuaValue::Kind::table) every_read(item, path + "[]", out);
+}
+
+}  // namespace
+
+TEST_CASE("a view made for some reads gives them what the whole view gives", "[site_view]") {
+    using namespace sitegen;
+    auto fs = make_disk_fs();
+    for (const std::string name : {"lumi", "alps", "aurora", "cirrus", "tuolumne"}) {
+        Site site;
+        Diagnostics diags;
+        REQUIRE(load_site(*fs, SITEGEN_SOURCE_DIR "/sites", name, site, diags));
+        const LuaValue whole = site_to_lua(site);
+        std::set<std::string> lines{"D" + escape_key("stacks.0.version"), "Dhardware", "not a read", "F"};
+        every_read(whole, "", lines);
+        REQUIRE(lines.size() > 100);
+        // Each line alone (the view then holds little else), and all of them at once.
+        for (const auto& line : lines) {
+            const std::set<std::string> one{line};
+            const ViewNeeds needs = view_needs(one);
+            INFO(name << ": " << line);
+            CHECK(reads_digest(site_to_lua(site, &needs), site, one) == reads_digest(whole, site, one));
+        }
+        const ViewNeeds all = view_needs(lines);
+        CHECK(reads_digest(site_to_lua(site, &all), site, lines) == reads_digest(whole, site, lines));
+    }
+    // What no read reaches is left out: for the stacks' names, each stack has its name and the
+    // fields derived beside the rows (cheap, and read alone they must be there).
+    Site site;
+    Diagnostics diags;
+    REQUIRE(load_site(*fs, SITEGEN_SOURCE_DIR "/sites", "lumi", site, diags));
+    const ViewNeeds needs = view_needs({"F.stacks[].name"});
+    const LuaValue part = site_to_lua(site, &needs);
+    REQUIRE(part.fields.size() >= 1);
+    const LuaValue* stacks = nullptr;
+    for (const auto& f : part.fields) {
+        CHECK((f.key == "stacks" || f.key == "files"));
+        if (f.key == "stacks") stacks = &f.value;
+    }
+    REQUIRE(stacks);
+    REQUIRE(stacks->items.size() == site.stacks.size());
+    const LuaValue& first = stacks->items.front();
+    std::set<std::string> keys;
+    for (const auto& f : first.fields) keys.insert(f.key);
+    CHECK(keys == std::set<std::string>{"name", "is_default", "venv_extension", "module_version", "module_full_name"});
 }

@@ -16,6 +16,7 @@
 
 #include "out/manifest.h"
 #include "out/sha256.h"
+#include "out/trace.h"
 
 namespace sitegen {
 
@@ -324,6 +325,7 @@ void Publisher::look() {
 }
 
 void Publisher::match_spares() {
+    const TraceSpan span("match_spares");
     if (!looked_) return;
     for (Root& r : state_) {
         r.listing.clear();
@@ -399,6 +401,7 @@ bool spare_from_listing(FileSystem& fs, const std::string& staged, const TreeEnt
 // Each root's manifest and live tree, the live files hashed where their stat is not the known
 // one. (Only the members of Root the spares' half leaves alone.)
 void Publisher::look_live() {
+    const TraceSpan span("look_live");
     const unsigned long long looked_at = now_ns();
     for (Root& r : state_) {
         const std::string& root = r.root;
@@ -406,7 +409,10 @@ void Publisher::look_live() {
         r.old_text = read_manifest(fs_, r.live);
         r.old = parse_manifest(r.old_text);
         r.exists = fs_.entry(r.live, r.top);
-        if (r.exists && r.top.type == TreeEntry::Type::dir) r.entries = fs_.scan(r.live);
+        if (r.exists && r.top.type == TreeEntry::Type::dir) {
+            const TraceSpan scanning("scan_live");
+            r.entries = fs_.scan(r.live);
+        }
         r.live_files.reserve(r.entries.size());
         r.live_of.assign(r.entries.size(), nullptr);
         std::string known_path = join(root, "");
@@ -440,6 +446,7 @@ void Publisher::look_live() {
 
 // Each root's spare (none in a dry run).
 void Publisher::look_spares(bool listings) {
+    const TraceSpan span("look_spares");
     for (Root& r : state_) {
         if (options_.dry_run) continue;
         // The spare is reused when it is a directory whose directories are all 0755 (a fresh
@@ -476,6 +483,7 @@ bool Publisher::looked_still_holds() {
 }
 
 bool Publisher::begin(Diagnostics& diags) {
+    const TraceSpan span("publish_begin");
     const std::string& out = options_.out_dir;
     std::string error;
     if (!options_.dry_run) {
@@ -748,6 +756,7 @@ std::string Publisher::manifest_of_root(const Root& r) {
 }
 
 bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
+    const TraceSpan span("publish_finish");
     report.io_error = io_error_;
     if (!begun_ || failed_) {
         discard();
@@ -820,6 +829,7 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
     }
 
     // Finish staging: whatever the spare holds that the new tree does not, then the manifest.
+    std::optional<TraceSpan> phase(std::in_place, "finish_staging");
     for (Root* r : to_swap) {
         bool ok = true;
         for (const auto& [rel, spec] : r->to_link) ok = ok && stage(*r, rel, *spec, nullptr, false, error, true);
@@ -858,6 +868,7 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
             return false;
         }
     }
+    phase.emplace("sync_and_swap");
     // Staged bytes must be on disk before the journal promises them.
     for (Root* r : to_swap)
         if (!fs_.sync(r->staged, error)) {
