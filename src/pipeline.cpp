@@ -25,6 +25,7 @@
 #include "out/manifest.h"
 #include "out/publish.h"
 #include "out/sha256.h"
+#include "out/threads.h"
 #include "out/trace.h"
 #include "plan/stack_plan.h"
 #include "render/explain.h"
@@ -379,12 +380,25 @@ bool up_to_date(FileSystem& fs, const Request& request, const std::string& state
             return false;
         }
         if (state.inputs != inputs.inputs || state.manifests.size() != 2) return false;
+        // Whether each path (relative to the out dir) is a `type` with its stat: in slices, on
+        // up to stat_threads() threads (the file system allowing); the first difference ends it.
         const auto same = [&](const auto& stats, TreeEntry::Type type) {
-            for (const auto& [path, stat] : stats) {
-                TreeEntry e;
-                if (!fs.entry(under_out(request.out_dir, path), e) || e.type != type || !(stat_of(e) == stat)) return false;
-            }
-            return true;
+            std::vector<const typename std::decay_t<decltype(stats)>::value_type*> items;
+            items.reserve(stats.size());
+            for (const auto& item : stats) items.push_back(&item);
+            constexpr size_t kSlice = 1024;
+            const size_t slices = (items.size() + kSlice - 1) / kSlice;
+            std::atomic<bool> all_same{true};
+            share_out(slices, slices > 1 && fs.concurrent_reads() ? stat_threads() : 1, [&](size_t s, unsigned) {
+                const size_t end = std::min(items.size(), (s + 1) * kSlice);
+                for (size_t i = s * kSlice; i < end && all_same.load(std::memory_order_relaxed); ++i) {
+                    TreeEntry e;
+                    const auto& [path, stat] = *items[i];
+                    if (!fs.entry(under_out(request.out_dir, path), e) || e.type != type || !(stat_of(e) == stat))
+                        all_same.store(false, std::memory_order_relaxed);
+                }
+            });
+            return all_same.load();
         };
         std::map<std::string, FileStat> manifests;
         for (const auto& [root, stat] : state.manifests) manifests[root + "/" + kManifestName] = stat;

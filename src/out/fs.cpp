@@ -25,11 +25,6 @@ namespace sitegen {
 
 namespace {
 
-// A tree's scan uses at most this many threads: its system calls, not the CPU, set its pace.
-// On a 16-core node a one-stack rebuild of 2,000 stacks took 0.31 s (median) with one, 0.27 s
-// with four; eight there took the system time from 0.22 to 0.87 s for no gain.
-constexpr unsigned kMaxScanThreads = 4;
-
 const char* what_of(mode_t mode) {
     if (S_ISREG(mode)) return "a regular file";
     if (S_ISDIR(mode)) return "a directory";
@@ -278,7 +273,7 @@ public:
         std::vector<TreeEntry> out;
         const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) return out;
-        const unsigned threads = std::min(split_threads(), kMaxScanThreads);
+        const unsigned threads = stat_threads();
         if (threads > 1) scan_tree(fd, out, stat_files, threads);
         else scan_into(fd, "", out, stat_files);
         if (stat_files)  // (a spare's 30,000 entries sorted took 7 ms of a one-stack rebuild)

@@ -16,6 +16,7 @@
 
 #include "out/manifest.h"
 #include "out/sha256.h"
+#include "out/threads.h"
 #include "out/trace.h"
 
 namespace sitegen {
@@ -403,42 +404,62 @@ bool spare_from_listing(FileSystem& fs, const std::string& staged, const TreeEnt
 void Publisher::look_live() {
     const TraceSpan span("look_live");
     const unsigned long long looked_at = now_ns();
+    // On four CPUs or more (stat_threads()), the manifest is read beside the scan, and the
+    // lookups and the reading of files not known are shared out in slices.
+    const unsigned threads = fs_.concurrent_reads() ? stat_threads() : 1;
+    constexpr size_t kSlice = 2048;
     for (Root& r : state_) {
         const std::string& root = r.root;
-        r.manifest_exists = fs_.entry(r.live + "/" + kManifestName, r.manifest_top);
-        r.old_text = read_manifest(fs_, r.live);
-        r.old = parse_manifest(r.old_text);
-        r.exists = fs_.entry(r.live, r.top);
-        if (r.exists && r.top.type == TreeEntry::Type::dir) {
-            const TraceSpan scanning("scan_live");
-            r.entries = fs_.scan(r.live);
-        }
-        r.live_files.reserve(r.entries.size());
-        r.live_of.assign(r.entries.size(), nullptr);
-        std::string known_path = join(root, "");
-        const size_t prefix = known_path.size();
-        for (size_t i = 0; i < r.entries.size(); ++i) {
-            const TreeEntry& e = r.entries[i];
-            if (e.type != TreeEntry::Type::file || e.path == kManifestName) continue;
-            Root::Live live{&e, nullptr, {}, false};
-            const auto was = r.old.find(e.path);
-            if (was != r.old.end()) live.was = &was->second;
-            if (options_.known && was != r.old.end()) {
+        run_beside(threads > 1, [&] {
+            r.manifest_exists = fs_.entry(r.live + "/" + kManifestName, r.manifest_top);
+            r.old_text = read_manifest(fs_, r.live);
+            r.old = parse_manifest(r.old_text);
+        }, [&] {
+            r.exists = fs_.entry(r.live, r.top);
+            if (r.exists && r.top.type == TreeEntry::Type::dir) {
+                const TraceSpan scanning("scan_live");
+                r.entries = fs_.scan(r.live);
+            }
+        });
+        const size_t n = r.entries.size(), slices = (n + kSlice - 1) / kSlice;
+        // Each file's manifest line, and whether its stat is the one the last build left.
+        std::vector<const FileSpec*> was(n, nullptr);
+        std::vector<char> known(n, 0);
+        share_out(slices, threads, [&](size_t s, unsigned) {
+            std::string known_path = join(root, "");
+            const size_t prefix = known_path.size();
+            for (size_t i = s * kSlice; i < std::min(n, (s + 1) * kSlice); ++i) {
+                const TreeEntry& e = r.entries[i];
+                if (e.type != TreeEntry::Type::file || e.path == kManifestName) continue;
+                const auto line = r.old.find(e.path);
+                if (line == r.old.end()) continue;
+                was[i] = &line->second;
+                if (!options_.known) continue;
                 known_path.resize(prefix);
                 known_path += e.path;
                 const auto k = options_.known->find(known_path);
-                if (k != options_.known->end() && k->second == stat_of(e)) {
-                    live.hash = &was->second.hash;
-                    live.known = true;
-                }
+                known[i] = k != options_.known->end() && k->second == stat_of(e);
             }
+        });
+        r.live_files.reserve(n);
+        r.live_of.assign(n, nullptr);
+        std::vector<Root::Live*> unread;  // (their bytes are hashed below)
+        for (size_t i = 0; i < n; ++i) {
+            const TreeEntry& e = r.entries[i];
+            if (e.type != TreeEntry::Type::file || e.path == kManifestName) continue;
+            Root::Live live{&e, known[i] ? &was[i]->hash : nullptr, {}, known[i] != 0};
+            live.was = was[i];
             Root::Live& placed = r.live_files.emplace(e.path, std::move(live)).first->second;
-            if (!placed.hash) {
-                placed.read = hash_of(fs_, r.live + "/" + e.path);
-                placed.hash = &placed.read;
-            }
+            if (!placed.hash) unread.push_back(&placed);
             r.live_of[i] = &placed;
         }
+        share_out((unread.size() + 63) / 64, threads, [&](size_t s, unsigned) {
+            for (size_t i = s * 64; i < std::min(unread.size(), (s + 1) * 64); ++i) {
+                Root::Live& live = *unread[i];
+                live.read = hash_of(fs_, r.live + "/" + live.entry->path);
+                live.hash = &live.read;
+            }
+        });
     }
     looked_live_at_ = looked_at;
     looked_live_ = true;

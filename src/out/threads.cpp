@@ -28,4 +28,6 @@ unsigned split_threads() {
     return cpus >= kMinCpusToSplit ? cpus : 1;
 }
 
+unsigned stat_threads() { return std::min(split_threads(), 4u); }
+
 }  // namespace sitegen
