@@ -848,8 +848,7 @@ Result run_build(FileSystem& fs, const Request& request) {
     };
     const auto prepare_and_look = [&] {
         if (!overlap) return;  // (the plain order: prepared below, looked at by begin())
-        prepare_publish();
-        publisher.look_live();
+        publisher.look_live(prepare_publish);  // (the last states are read beside the scan on four CPUs or more)
     };
     if (overlap) publisher.look_start();
     run_beside(overlap, prepare_and_look, load_check_and_key);

@@ -3,6 +3,7 @@
 #include "out/beside.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <iterator>
@@ -383,44 +384,61 @@ bool listing_of(const TreeEntry& top, const std::vector<TreeEntry>& entries, uns
 }
 
 // The spare at `staged` as `listing` says, into `out`, when the spare directory (`top`, as
-// looked at) and each directory listed still have the recorded stat; false otherwise.
+// looked at) and each directory listed still have the recorded stat (checked in slices on up
+// to stat_threads() threads, the file system allowing); false otherwise.
 bool spare_from_listing(FileSystem& fs, const std::string& staged, const TreeEntry& top, const SpareListing& listing,
                         std::vector<TreeEntry>& out) {
     if (top.type != TreeEntry::Type::dir || !(stat_of(top) == listing.top) || !parse_listing(listing.lines, out))
         return false;
-    for (const TreeEntry& e : out) {
-        TreeEntry now;
-        if (e.type == TreeEntry::Type::dir &&
-            (!fs.entry(staged + "/" + e.path, now) || now.type != TreeEntry::Type::dir || !(stat_of(now) == stat_of(e))))
-            return false;
-    }
-    return true;
+    constexpr size_t kSlice = 512;
+    const size_t slices = (out.size() + kSlice - 1) / kSlice;
+    std::atomic<bool> same{true};
+    share_out(slices, fs.concurrent_reads() ? stat_threads() : 1, [&](size_t s, unsigned) {
+        for (size_t i = s * kSlice; i < std::min(out.size(), (s + 1) * kSlice) && same.load(std::memory_order_relaxed); ++i) {
+            const TreeEntry& e = out[i];
+            TreeEntry now;
+            if (e.type == TreeEntry::Type::dir &&
+                (!fs.entry(staged + "/" + e.path, now) || now.type != TreeEntry::Type::dir || !(stat_of(now) == stat_of(e))))
+                same.store(false, std::memory_order_relaxed);
+        }
+    });
+    return same.load();
 }
 
 }  // namespace
 
 // Each root's manifest and live tree, the live files hashed where their stat is not the known
 // one. (Only the members of Root the spares' half leaves alone.)
-void Publisher::look_live() {
+void Publisher::look_live(const std::function<void()>& first) {
     const TraceSpan span("look_live");
     const unsigned long long looked_at = now_ns();
-    // On four CPUs or more (stat_threads()), the manifest is read beside the scan, and the
-    // lookups and the reading of files not known are shared out in slices.
+    // On four CPUs or more (stat_threads()), `first` runs beside the reading of the roots, each
+    // root's manifest is read beside its scan, and the lookups and the reading of files not
+    // known are shared out in slices.
     const unsigned threads = fs_.concurrent_reads() ? stat_threads() : 1;
+    const auto read_roots = [&] {
+        for (Root& r : state_)
+            run_beside(threads > 1, [&] {
+                r.manifest_exists = fs_.entry(r.live + "/" + kManifestName, r.manifest_top);
+                r.old_text = read_manifest(fs_, r.live);
+                r.old = parse_manifest(r.old_text);
+            }, [&] {
+                r.exists = fs_.entry(r.live, r.top);
+                if (r.exists && r.top.type == TreeEntry::Type::dir) {
+                    const TraceSpan scanning("scan_live");
+                    r.entries = fs_.scan(r.live);
+                }
+            });
+    };
+    if (first && threads > 1) {
+        run_beside(true, first, read_roots);
+    } else {
+        if (first) first();
+        read_roots();
+    }
     constexpr size_t kSlice = 2048;
     for (Root& r : state_) {
         const std::string& root = r.root;
-        run_beside(threads > 1, [&] {
-            r.manifest_exists = fs_.entry(r.live + "/" + kManifestName, r.manifest_top);
-            r.old_text = read_manifest(fs_, r.live);
-            r.old = parse_manifest(r.old_text);
-        }, [&] {
-            r.exists = fs_.entry(r.live, r.top);
-            if (r.exists && r.top.type == TreeEntry::Type::dir) {
-                const TraceSpan scanning("scan_live");
-                r.entries = fs_.scan(r.live);
-            }
-        });
         const size_t n = r.entries.size(), slices = (n + kSlice - 1) / kSlice;
         // Each file's manifest line, and whether its stat is the one the last build left.
         std::vector<const FileSpec*> was(n, nullptr);

@@ -3,6 +3,7 @@
 // journal lets the next run finish an interrupted swap so the roots never mix old and new.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -93,7 +94,9 @@ public:
     // spare), between look_start() and look_end(): the same look. When one half was not taken
     // (a build that stopped early), look_end() leaves no look for begin() to use.
     void look_start();
-    void look_live();
+    // (`first`, when given, runs on four CPUs or more beside the reading of the live roots,
+    // else before it; either way before options.known is read: it may fill that.)
+    void look_live(const std::function<void()>& first = {});
     // (`listings`: whether options.spares may be read now; without, each spare is read.)
     void look_spares(bool listings = true);
     void look_end();
