@@ -409,10 +409,10 @@ bool spare_from_listing(FileSystem& fs, const std::string& staged, const TreeEnt
 
 // Each root's manifest and live tree, the live files hashed where their stat is not the known
 // one. (Only the members of Root the spares' half leaves alone.)
-void Publisher::look_live(const std::function<void()>& first) {
+void Publisher::look_live(const std::function<void()>& known_ready) {
     const TraceSpan span("look_live");
     const unsigned long long looked_at = now_ns();
-    // On four CPUs or more (stat_threads()), `first` runs beside the reading of the roots, each
+    // On four CPUs or more (stat_threads()), `known_ready` runs beside the reading of the roots, each
     // root's manifest is read beside its scan, and the lookups and the reading of files not
     // known are shared out in slices.
     const unsigned threads = fs_.concurrent_reads() ? stat_threads() : 1;
@@ -430,11 +430,11 @@ void Publisher::look_live(const std::function<void()>& first) {
                 }
             });
     };
-    if (first && threads > 1) {
-        run_beside(true, first, read_roots);
+    if (known_ready && threads > 1) {
+        run_beside(true, known_ready, read_roots);
     } else {
-        if (first) first();
         read_roots();
+        if (known_ready) known_ready();
     }
     constexpr size_t kSlice = 2048;
     for (Root& r : state_) {
