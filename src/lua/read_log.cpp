@@ -158,11 +158,15 @@ void put_read(std::string& out, const LuaValue& tree, const Site& site, const st
 
 }  // namespace
 
+const ViewNeeds& ViewNeeds::nothing_below() {
+    static const ViewNeeds nothing;
+    return nothing;
+}
+
 const ViewNeeds* ViewNeeds::field(std::string_view key) const {
-    static const ViewNeeds kNothingBelow;  // a value read whole by an `all` parent: its own fields are not
     for (const auto& f : fields)
         if (f.key == key) return &f.needs;
-    return all ? &kNothingBelow : nullptr;
+    return all ? &nothing_below() : nullptr;
 }
 
 ViewNeeds view_needs(const std::set<std::string>& reads) {

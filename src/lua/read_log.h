@@ -53,6 +53,8 @@ struct ViewNeeds {
     std::vector<NeededField> fields;
     // The needs of `key`'s value: nullptr when not needed (nor reached through `all`).
     const ViewNeeds* field(std::string_view key) const;
+    // A value needed for itself alone (an item counted, a field an A line reads): none of its fields.
+    static const ViewNeeds& nothing_below();
 };
 struct NeededField {
     std::string key;  // (unescaped)

@@ -571,8 +571,6 @@ void run_rules(const Site& site, const std::vector<std::string>& rule_dirs, Diag
         readable = read_rule_file(files[i], texts[i], error) && readable;
     }
     const std::string key = readable ? rules_key(memo->identity, files, texts) : std::string();
-    // The view is made here, once: to compare what the last run read with this site, and for
-    // the children when the rules run (they share it with this process).
     memo->reused = false;
     memo->next.clear();
     RulesRecord last;

@@ -53,8 +53,6 @@ LuaValue pairs_table(const EnvList& env, const std::string& path) {
 template <FieldTable T>
 LuaValue table_view(const T& object, const std::string& path, const ViewNeeds* needs);
 
-const ViewNeeds kNothingBelow;  // a table wanted for itself (an item's), none of its rows
-
 // One value, by its type; `path` is its dotted model path. Only model tables use `needs`.
 LuaValue value_view(const std::string& v, const std::string&, const ViewNeeds*) { return str(v); }
 LuaValue value_view(int v, const std::string&, const ViewNeeds*) { return num(v); }
@@ -84,7 +82,7 @@ LuaValue value_view(const std::vector<C>& entries, const std::string& path, cons
     LuaValue t = LuaValue::make_table();
     t.items.reserve(entries.size());
     const ViewNeeds* items = needs ? needs->field("[]") : nullptr;  // (every item is there: #t counts them)
-    if (needs && !items) items = &kNothingBelow;
+    if (needs && !items) items = &ViewNeeds::nothing_below();
     for (size_t i = 0; i < entries.size(); ++i) t.push(table_view(entries[i], path + "." + std::to_string(i), items));
     return t;
 }

@@ -94,12 +94,14 @@ void append_us(std::string& out, unsigned long long ns) {
 bool tracing() { return trace_path() != nullptr; }
 
 TraceSpan::TraceSpan(const char* name) : name_(name) {
-    if (tracing() && in_tracing_process()) start_ = now_ns();
+    if (!tracing() || !in_tracing_process()) return;
+    thread_ = this_thread_number();
+    start_ = now_ns();
 }
 
 TraceSpan::~TraceSpan() {
     if (start_ == 0 || !in_tracing_process()) return;
-    const Span span{name_, this_thread_number(), start_, now_ns()};
+    const Span span{name_, thread_, start_, now_ns()};
     Spans& s = spans();
     const std::lock_guard<std::mutex> hold(s.lock);
     s.ended.push_back(span);

@@ -23,11 +23,12 @@ public:
 private:
     const char* name_;
     unsigned long long start_ = 0;  // ns on the steady clock; 0: not tracing
+    unsigned thread_ = 0;
 };
 
 // The spans ended so far, as trace event JSON: {"traceEvents": [...]} of complete ("X") events
-// in microseconds from the first span's start, threads numbered in the order they first traced
-// (1: the first), sorted by start, then thread.
+// in microseconds from the first span's start, threads numbered in the order they began their
+// first span (1: the first), sorted by start, then thread.
 std::string trace_json();
 
 // Writes trace_json() to the file SITEGEN_TRACE names, when it names one; false with `error`
