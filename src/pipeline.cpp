@@ -386,17 +386,13 @@ bool up_to_date(FileSystem& fs, const Request& request, const std::string& state
             std::vector<const typename std::decay_t<decltype(stats)>::value_type*> items;
             items.reserve(stats.size());
             for (const auto& item : stats) items.push_back(&item);
-            constexpr size_t kSlice = 1024;
-            const size_t slices = (items.size() + kSlice - 1) / kSlice;
             std::atomic<bool> all_same{true};
-            share_out(slices, slices > 1 && fs.concurrent_reads() ? stat_threads() : 1, [&](size_t s, unsigned) {
-                const size_t end = std::min(items.size(), (s + 1) * kSlice);
-                for (size_t i = s * kSlice; i < end && all_same.load(std::memory_order_relaxed); ++i) {
-                    TreeEntry e;
-                    const auto& [path, stat] = *items[i];
-                    if (!fs.entry(under_out(request.out_dir, path), e) || e.type != type || !(stat_of(e) == stat))
-                        all_same.store(false, std::memory_order_relaxed);
-                }
+            share_out_slices(items.size(), 1024, fs.concurrent_reads() ? stat_threads() : 1, [&](size_t i, unsigned) {
+                TreeEntry e;
+                const auto& [path, stat] = *items[i];
+                if (all_same.load(std::memory_order_relaxed) &&
+                    (!fs.entry(under_out(request.out_dir, path), e) || e.type != type || !(stat_of(e) == stat)))
+                    all_same.store(false, std::memory_order_relaxed);
             });
             return all_same.load();
         };

@@ -390,17 +390,13 @@ bool spare_from_listing(FileSystem& fs, const std::string& staged, const TreeEnt
                         std::vector<TreeEntry>& out) {
     if (top.type != TreeEntry::Type::dir || !(stat_of(top) == listing.top) || !parse_listing(listing.lines, out))
         return false;
-    constexpr size_t kSlice = 512;
-    const size_t slices = (out.size() + kSlice - 1) / kSlice;
     std::atomic<bool> same{true};
-    share_out(slices, fs.concurrent_reads() ? stat_threads() : 1, [&](size_t s, unsigned) {
-        for (size_t i = s * kSlice; i < std::min(out.size(), (s + 1) * kSlice) && same.load(std::memory_order_relaxed); ++i) {
-            const TreeEntry& e = out[i];
-            TreeEntry now;
-            if (e.type == TreeEntry::Type::dir &&
-                (!fs.entry(staged + "/" + e.path, now) || now.type != TreeEntry::Type::dir || !(stat_of(now) == stat_of(e))))
-                same.store(false, std::memory_order_relaxed);
-        }
+    share_out_slices(out.size(), 512, fs.concurrent_reads() ? stat_threads() : 1, [&](size_t i, unsigned) {
+        const TreeEntry& e = out[i];
+        TreeEntry now;
+        if (e.type == TreeEntry::Type::dir && same.load(std::memory_order_relaxed) &&
+            (!fs.entry(staged + "/" + e.path, now) || now.type != TreeEntry::Type::dir || !(stat_of(now) == stat_of(e))))
+            same.store(false, std::memory_order_relaxed);
     });
     return same.load();
 }
@@ -436,28 +432,26 @@ void Publisher::look_live(const std::function<void()>& known_ready) {
         read_roots();
         if (known_ready) known_ready();
     }
-    constexpr size_t kSlice = 2048;
     for (Root& r : state_) {
         const std::string& root = r.root;
-        const size_t n = r.entries.size(), slices = (n + kSlice - 1) / kSlice;
+        const size_t n = r.entries.size();
         // Each file's manifest line, and whether its stat is the one the last build left.
         std::vector<const FileSpec*> was(n, nullptr);
         std::vector<char> known(n, 0);
-        share_out(slices, threads, [&](size_t s, unsigned) {
-            std::string known_path = join(root, "");
-            const size_t prefix = known_path.size();
-            for (size_t i = s * kSlice; i < std::min(n, (s + 1) * kSlice); ++i) {
-                const TreeEntry& e = r.entries[i];
-                if (e.type != TreeEntry::Type::file || e.path == kManifestName) continue;
-                const auto line = r.old.find(e.path);
-                if (line == r.old.end()) continue;
-                was[i] = &line->second;
-                if (!options_.known) continue;
-                known_path.resize(prefix);
-                known_path += e.path;
-                const auto k = options_.known->find(known_path);
-                known[i] = k != options_.known->end() && k->second == stat_of(e);
-            }
+        std::vector<std::string> known_paths(threads, join(root, ""));  // (one per thread: no string per file)
+        const size_t prefix = known_paths.front().size();
+        share_out_slices(n, 2048, threads, [&](size_t i, unsigned slot) {
+            const TreeEntry& e = r.entries[i];
+            if (e.type != TreeEntry::Type::file || e.path == kManifestName) return;
+            const auto line = r.old.find(e.path);
+            if (line == r.old.end()) return;
+            was[i] = &line->second;
+            if (!options_.known) return;
+            std::string& known_path = known_paths[slot];
+            known_path.resize(prefix);
+            known_path += e.path;
+            const auto k = options_.known->find(known_path);
+            known[i] = k != options_.known->end() && k->second == stat_of(e);
         });
         r.live_files.reserve(n);
         r.live_of.assign(n, nullptr);
@@ -471,12 +465,10 @@ void Publisher::look_live(const std::function<void()>& known_ready) {
             if (!placed.hash) unread.push_back(&placed);
             r.live_of[i] = &placed;
         }
-        share_out((unread.size() + 63) / 64, threads, [&](size_t s, unsigned) {
-            for (size_t i = s * 64; i < std::min(unread.size(), (s + 1) * 64); ++i) {
-                Root::Live& live = *unread[i];
-                live.read = hash_of(fs_, r.live + "/" + live.entry->path);
-                live.hash = &live.read;
-            }
+        share_out_slices(unread.size(), 64, threads, [&](size_t i, unsigned) {
+            Root::Live& live = *unread[i];
+            live.read = hash_of(fs_, r.live + "/" + live.entry->path);
+            live.hash = &live.read;
         });
     }
     looked_live_at_ = looked_at;

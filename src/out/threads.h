@@ -61,4 +61,15 @@ void share_out(size_t count, unsigned threads, Work&& work) {
         if (e) std::rethrow_exception(e);
 }
 
+// Calls work(i, slot) for every i in [0, count), the indices in slices of `slice` consecutive
+// ones shared out as share_out shares its items (a slice's indices in order, on the thread
+// `slot`): for many small steps, each too small to be an item of its own.
+template <class Work>
+void share_out_slices(size_t count, size_t slice, unsigned threads, Work&& work) {
+    share_out((count + slice - 1) / slice, threads, [&](size_t s, unsigned slot) {
+        const size_t end = std::min(count, (s + 1) * slice);
+        for (size_t i = s * slice; i < end; ++i) work(i, slot);
+    });
+}
+
 }  // namespace sitegen

@@ -45,3 +45,20 @@ TEST_CASE("share_out rethrows the first failing item's exception once every item
     }
     CHECK(std::count(runs.begin(), runs.end(), 1) == 50);
 }
+
+TEST_CASE("share_out_slices runs every index once, a slice's indices in order on one thread", "[threads]") {
+    for (const size_t count : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{1000}}) {
+        std::vector<int> runs(count, 0);
+        std::vector<unsigned> slot_of(count, 99);
+        share_out_slices(count, 64, 4, [&](size_t i, unsigned slot) {
+            ++runs[i];
+            slot_of[i] = slot;
+        });
+        INFO(count << " indices");
+        CHECK(std::count(runs.begin(), runs.end(), 1) == static_cast<long>(count));
+        for (size_t i = 0; i < count; ++i) {
+            CHECK(slot_of[i] < 4);
+            if (i % 64 != 0) CHECK(slot_of[i] == slot_of[i - 1]);  // (the same slice: the same thread)
+        }
+    }
+}
