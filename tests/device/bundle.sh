@@ -14,7 +14,7 @@ mkdir -p "$dir/bin" "$dir/lib" "$dir/hwloc-plugins" "$dir/debs" "$dir/easybuild"
 cp "$sitegen" "$dir/bin/sitegen"
 cp "$(command -v lstopo-no-graphics)" "$dir/bin/"
 multiarch=/usr/lib/x86_64-linux-gnu
-for lib in libtomlplusplus.so.3 liblua5.4.so.0 libhwloc.so.15 libudev.so.1 libpciaccess.so.0; do
+for lib in libmimalloc.so.2 libtomlplusplus.so.3 liblua5.4.so.0 libhwloc.so.15 libudev.so.1 libpciaccess.so.0; do
   cp -L "$multiarch/$lib" "$dir/lib/"
 done
 cp "$multiarch/hwloc/hwloc_pci.so" "$dir/hwloc-plugins/"

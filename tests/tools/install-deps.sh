@@ -16,7 +16,7 @@ packages=(
   build-essential cmake g++ liblua5.4-dev lua5.4 libtomlplusplus-dev libcli11-dev catch2
   lmod lua-check shellcheck slurm-wlm munge python3 python3-torch hyperfine zsh squashfs-tools
   clang libclang-rt-14-dev hwloc libhwloc-dev pkg-config python3-pycodestyle charliecloud
-  tcl
+  tcl libmimalloc-dev
 )
 
 # missing_packages: prints the packages of $packages that are not fully installed.
