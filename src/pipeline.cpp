@@ -718,7 +718,9 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
             }
         }
     };
+    std::optional<TraceSpan> phase(std::in_place, "state_stats");
     run_beside(render_threads() > 1 && fs.concurrent_reads(), stat_dirs, stat_files);
+    phase.reset();
     complete = complete && dirs_complete;
     // The inputs, when check's findings can be repeated exactly (none cut or left out).
     bool repeatable = l.findings_complete;
@@ -730,10 +732,12 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
         state.rule_dirs = l.rule_dirs;
         state.findings = l.findings;
     }
+    phase.emplace("state_text");
     const std::string text = complete ? state_text(state, render_threads() > 1) : "";  // "": cannot be written
     complete = !text.empty();
     const std::string path = state_path(state_dir, l.site.site.name);
     std::string error;
+    phase.emplace("state_write");
     const bool written = complete ? replace_file(fs, path, text, error) : fs.remove_all(path, error);
     if (!written)
         result.err += "sitegen: warning: cannot record the build state (the next build renders every stack): " +
