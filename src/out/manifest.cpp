@@ -19,10 +19,11 @@ constexpr const char* kStateHeader =
 
 }  // namespace
 
-TreeIndex parse_manifest(const std::string& text) {
-    TreeIndex out;
-    out.reserve(count_newlines(text));  // one file per line: no rehash
-    std::string_view rest(text);
+namespace {
+
+// Calls `line(path, hash, mode)` for each file line of a manifest's text, in order.
+template <typename Line>
+void for_each_manifest_line(std::string_view rest, const Line& line_of) {
     while (!rest.empty()) {
         const auto end = rest.find('\n');
         const std::string_view line = rest.substr(0, end);
@@ -31,9 +32,27 @@ TreeIndex parse_manifest(const std::string& text) {
         const auto a = line.find(' ');
         const auto b = a == std::string_view::npos ? a : line.find(' ', a + 1);
         if (b == std::string_view::npos) continue;
-        out[std::string(line.substr(b + 1))] = {std::string(line.substr(0, a)),
-                                                line.substr(a + 1, b - a - 1) == "755" ? 0755u : 0644u};
+        line_of(line.substr(b + 1), line.substr(0, a), line.substr(a + 1, b - a - 1) == "755" ? 0755u : 0644u);
     }
+}
+
+}  // namespace
+
+TreeIndex parse_manifest(const std::string& text) {
+    TreeIndex out;
+    out.reserve(count_newlines(text));  // one file per line: no rehash
+    for_each_manifest_line(text, [&](std::string_view path, std::string_view hash, unsigned mode) {
+        out[std::string(path)] = {std::string(hash), mode};
+    });
+    return out;
+}
+
+ManifestIndex index_manifest(std::string_view text) {
+    ManifestIndex out;
+    out.reserve(count_newlines(text));
+    for_each_manifest_line(text, [&](std::string_view path, std::string_view hash, unsigned mode) {
+        out[path] = {hash, mode};
+    });
     return out;
 }
 

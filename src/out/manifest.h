@@ -31,6 +31,15 @@ struct PathHash {  // looks up a std::string key by std::string_view too
 using TreeIndex = std::unordered_map<std::string, FileSpec, PathHash, std::equal_to<>>;
 TreeIndex parse_manifest(const std::string& text);
 
+// The same lines as views into `text`, which must outlive the index (a rebuild's look reads a
+// live manifest of tens of thousands of lines: no string per path and hash).
+struct ManifestLine {
+    std::string_view hash;
+    unsigned mode = 0644;
+};
+using ManifestIndex = std::unordered_map<std::string_view, ManifestLine>;
+ManifestIndex index_manifest(std::string_view text);
+
 // What a file looked like when sitegen last published it. Equal stat = not touched since
 // (an edit changes the mtime, an editor's write-and-rename the inode), so its hash in the
 // manifest still holds and it need not be read.

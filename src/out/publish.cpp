@@ -115,7 +115,7 @@ bool swap_in(FileSystem& fs, const std::string& staged, const std::string& live,
 // One file of a manifest (views into what the caller holds).
 struct ManifestRow {
     std::string_view path;
-    const std::string* hash;
+    std::string_view hash;
     unsigned mode;
     bool operator<(const ManifestRow& other) const { return path < other.path; }
 };
@@ -124,10 +124,10 @@ struct ManifestRow {
 std::string manifest_text_of(const std::vector<ManifestRow>& rows) {
     std::string out = "# sitegen manifest v1: sha256, mode, path relative to this directory\n";
     size_t bytes = out.size();
-    for (const auto& row : rows) bytes += row.hash->size() + row.path.size() + 6;
+    for (const auto& row : rows) bytes += row.hash.size() + row.path.size() + 6;
     out.reserve(bytes);
     for (const auto& row : rows) {
-        out += *row.hash;
+        out += row.hash;
         out += row.mode == 0755u ? " 755 " : " 644 ";
         out += row.path;
         out += '\n';
@@ -142,7 +142,7 @@ std::string manifest_of(const Index& index) {
     std::vector<ManifestRow> rows;
     rows.reserve(index.size());
     for (const auto& [path, spec] : index)
-        if (path != kManifestName) rows.push_back({path, &spec.hash, spec.mode});
+        if (path != kManifestName) rows.push_back({path, spec.hash, spec.mode});
     std::sort(rows.begin(), rows.end());
     return manifest_text_of(rows);
 }
@@ -197,7 +197,7 @@ bool recover_interrupted_publish(FileSystem& fs, const std::string& out_dir, Dia
 struct Publisher::Root {
     std::string root, live, staged;
     std::string old_text;  // the live manifest ("" when none)
-    TreeIndex old;         // what the last publish wrote
+    ManifestIndex old;     // what the last publish wrote (views into old_text)
     bool exists = false;   // something is at `live`
     TreeEntry top;         // what
     std::vector<TreeEntry> entries;  // the live tree, scanned once
@@ -211,10 +211,11 @@ struct Publisher::Root {
     // root has tens of thousands of paths sharing long prefixes, costly to compare in order.)
     struct Live {
         const TreeEntry* entry = nullptr;
-        const std::string* hash = nullptr;  // the manifest's (`was`) when known, else `read`
+        std::string_view hash;              // the manifest's (`was`) when known, else `read`
+        bool hashed = false;                // `hash` is set
         std::string read;                   // the hash of its bytes, when they were read
         bool known = false;              // its stat is the last build's: untouched since
-        const FileSpec* was = nullptr;   // its line in the live manifest, if any
+        const ManifestLine* was = nullptr;  // its line in the live manifest, if any
         // In the new tree as it is (add_kept with this record, as as_last_built found it): its
         // path, hash and mode are the live file's, so it is not copied into `fresh`, the map
         // of the other files (a rebuild of one stack keeps tens of thousands like this).
@@ -252,8 +253,8 @@ struct Publisher::Root {
     size_t spare_kept = 0;  // how many of spare_files are kept (stage() removes the other fresh paths')
     std::unordered_set<std::string_view> fresh_dirs;  // every directory of `fresh` (finish() makes it)
     // New-tree files already as wanted on the live tree (linked into the spare by finish()),
-    // with their hash and mode (a `fresh` value, or a kept file's manifest line).
-    std::vector<std::pair<std::string, const FileSpec*>> to_link;
+    // with their hash and mode (views into a `fresh` value, or a kept file's manifest line).
+    std::vector<std::pair<std::string, ManifestLine>> to_link;
     bool spare_made = false;  // begin() made the spare (empty): removed again if the root stays
     // Directories of the spare (relative to the root, "" = the root) in which this publish made
     // or removed an entry, with their parents (a made one may have been made with them): their
@@ -300,7 +301,7 @@ bool Publisher::as_last_built(const std::string& path, KeptFile& out) const {
     if (!r) return false;
     const auto live = r->live_files.find(std::string_view(path).substr(r->root.size() + 1));
     if (live == r->live_files.end() || !live->second.known) return false;
-    const FileSpec* spec = live->second.was;  // (a known file is one the manifest lists)
+    const ManifestLine* spec = live->second.was;  // (a known file is one the manifest lists)
     if (!spec || spec->mode != live->second.entry->mode) return false;
     out = {path, {}, spec->mode == 0755u, &live->second};  // (the hash: the manifest's, which `found` holds)
     return true;
@@ -417,7 +418,7 @@ void Publisher::look_live(const std::function<void()>& known_ready) {
             run_beside(threads > 1, [&] {
                 r.manifest_exists = fs_.entry(r.live + "/" + kManifestName, r.manifest_top);
                 r.old_text = read_manifest(fs_, r.live);
-                r.old = parse_manifest(r.old_text);
+                r.old = index_manifest(r.old_text);
             }, [&] {
                 r.exists = fs_.entry(r.live, r.top);
                 if (r.exists && r.top.type == TreeEntry::Type::dir) {
@@ -436,7 +437,7 @@ void Publisher::look_live(const std::function<void()>& known_ready) {
         const std::string& root = r.root;
         const size_t n = r.entries.size();
         // Each file's manifest line, and whether its stat is the one the last build left.
-        std::vector<const FileSpec*> was(n, nullptr);
+        std::vector<const ManifestLine*> was(n, nullptr);
         std::vector<char> known(n, 0);
         std::vector<std::string> known_paths(threads, join(root, ""));  // (one per thread: no string per file)
         const size_t prefix = known_paths.front().size();
@@ -459,16 +460,20 @@ void Publisher::look_live(const std::function<void()>& known_ready) {
         for (size_t i = 0; i < n; ++i) {
             const TreeEntry& e = r.entries[i];
             if (e.type != TreeEntry::Type::file || e.path == kManifestName) continue;
-            Root::Live live{&e, known[i] ? &was[i]->hash : nullptr, {}, known[i] != 0};
+            Root::Live live;
+            live.entry = &e;
+            live.known = known[i] != 0;
+            if (live.known) live.hash = was[i]->hash, live.hashed = true;
             live.was = was[i];
             Root::Live& placed = r.live_files.emplace(e.path, std::move(live)).first->second;
-            if (!placed.hash) unread.push_back(&placed);
+            if (!placed.hashed) unread.push_back(&placed);
             r.live_of[i] = &placed;
         }
         share_out_slices(unread.size(), 64, threads, [&](size_t i, unsigned) {
             Root::Live& live = *unread[i];
             live.read = hash_of(fs_, r.live + "/" + live.entry->path);
-            live.hash = &live.read;
+            live.hash = live.read;
+            live.hashed = true;
         });
     }
     looked_live_at_ = looked_at;
@@ -553,14 +558,14 @@ bool Publisher::begin(Diagnostics& diags) {
 
 // Makes `rel` in the spare (files and directories in its way removed) another name of the
 // live file or, when the live one is not as wanted, a new file with `contents`.
-bool Publisher::stage(Root& r, const std::string& rel, const FileSpec& want, const std::string* contents,
+bool Publisher::stage(Root& r, const std::string& rel, const ManifestLine& want, const std::string* contents,
                       bool executable, std::string& error, bool linking, const void* found) {
     const Root::Live* live = static_cast<const Root::Live*>(found);
     if (!live) {
         const auto it = r.live_files.find(rel);
         if (it != r.live_files.end()) live = &it->second;
     }
-    const bool as_wanted = live && *live->hash == want.hash && live->entry->mode == want.mode;
+    const bool as_wanted = live && live->hash == want.hash && live->entry->mode == want.mode;
     const auto spare = r.spare_files.find(rel);
     if (as_wanted && spare != r.spare_files.end() && spare->second.ino == live->entry->ino) {
         if (!spare->second.kept) ++r.spare_kept;
@@ -569,7 +574,7 @@ bool Publisher::stage(Root& r, const std::string& rel, const FileSpec& want, con
     }
     // Linking waits for finish(): only a root that is swapped in needs its spare complete.
     if (as_wanted && !linking) {
-        r.to_link.emplace_back(rel, &want);
+        r.to_link.emplace_back(rel, want);
         return true;
     }
     // Whatever holds this path or a parent of it in the spare goes first.
@@ -629,7 +634,7 @@ bool Publisher::place(const std::string& path, std::string hash, bool executable
         if (live.known && live.was && (hash.empty() || live.was->hash == hash) &&
             live.was->mode == (executable ? 0755u : 0644u) && live.entry->path == rel_view)
             return place_kept(*r, path, found);
-        if (hash.empty() && live.was) hash = live.was->hash;
+        if (hash.empty() && live.was) hash = std::string(live.was->hash);
     }
     Root::Live* live = nullptr;  // the live file at this path, if any
     if (const auto it = r->live_files.find(rel_view); it != r->live_files.end()) live = &it->second;
@@ -645,7 +650,7 @@ bool Publisher::place(const std::string& path, std::string hash, bool executable
     // (A kept file not on the live tree as wanted is reported by finish().)
     if (options_.dry_run || failed_ || (!contents && !live)) return true;
     std::string error;
-    if (!stage(*r, rel, want, contents, executable, error, false, live)) {
+    if (!stage(*r, rel, {want.hash, want.mode}, contents, executable, error, false, live)) {
         diags.error({}, "cannot write the new tree (the previous one is untouched): " + error);
         io_error_ = failed_ = true;
         return false;
@@ -672,7 +677,7 @@ bool Publisher::place_kept(Root& r, const std::string& path, const void* found) 
         if (!spare->kept) ++r.spare_kept;
         spare->kept = true;
     } else {
-        r.to_link.emplace_back(rel, live.was);
+        r.to_link.emplace_back(rel, *live.was);
     }
     return true;
 }
@@ -700,7 +705,7 @@ void Publisher::hand_edit(Diagnostics& diags, const Root& r, const std::string& 
 // `r.fresh`'s values, never its paths, hashes or modes.
 bool Publisher::compare_live(Root& r, PublishReport& report, Diagnostics& diags, const TreeEntry*& live_manifest) {
     auto& fresh = r.fresh;
-    const TreeIndex& old = r.old;
+    const ManifestIndex& old = r.old;
     bool differs = false;
     r.fresh_dirs = parent_dir_views(fresh);
     for (size_t i = 0; i < r.entries.size(); ++i)
@@ -747,8 +752,8 @@ bool Publisher::compare_live(Root& r, PublishReport& report, Diagnostics& diags,
             continue;
         }
         const Root::Live& live_file = *r.live_of[i];
-        const std::string& hash = *live_file.hash;
-        const FileSpec* was = live_file.was;
+        const std::string_view hash = live_file.hash;
+        const ManifestLine* was = live_file.was;
         if (!was)
             hand_edit(diags, r, e.path, "file was not written by sitegen");
         else if (was->hash != hash)
@@ -777,10 +782,10 @@ std::string Publisher::manifest_of_root(const Root& r) {
     std::vector<ManifestRow> fresh, kept, all;
     fresh.reserve(r.fresh.size());
     for (const auto& [rel, want] : r.fresh)
-        if (rel != kManifestName) fresh.push_back({rel, &want.hash, want.mode});
+        if (rel != kManifestName) fresh.push_back({rel, want.hash, want.mode});
     std::sort(fresh.begin(), fresh.end());
     for (size_t i = 0; i < r.entries.size(); ++i)
-        if (Root::kept_as_is(r.live_of[i])) kept.push_back({r.entries[i].path, &r.live_of[i]->was->hash, r.live_of[i]->was->mode});
+        if (Root::kept_as_is(r.live_of[i])) kept.push_back({r.entries[i].path, r.live_of[i]->was->hash, r.live_of[i]->was->mode});
     all.reserve(fresh.size() + kept.size());
     std::merge(fresh.begin(), fresh.end(), kept.begin(), kept.end(), std::back_inserter(all));
     return manifest_text_of(all);
@@ -863,7 +868,7 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
     std::optional<TraceSpan> phase(std::in_place, "finish_staging");
     for (Root* r : to_swap) {
         bool ok = true;
-        for (const auto& [rel, spec] : r->to_link) ok = ok && stage(*r, rel, *spec, nullptr, false, error, true);
+        for (const auto& [rel, spec] : r->to_link) ok = ok && stage(*r, rel, spec, nullptr, false, error, true);
         // The spare's manifest is written anew (never in place). Any other spare file is a fresh
         // path's that stage() kept, or a stray: when the count says there is none, the files
         // need no lookups.

@@ -137,7 +137,7 @@ private:
     const Root* root_of(const std::string& path) const;
     bool place(const std::string& path, std::string hash, bool executable, const std::string* contents,
                Diagnostics& diags, const void* found = nullptr);
-    bool stage(Root& root, const std::string& rel, const FileSpec& want, const std::string* contents, bool executable,
+    bool stage(Root& root, const std::string& rel, const ManifestLine& want, const std::string* contents, bool executable,
                std::string& error, bool linking = false, const void* found = nullptr);
     bool place_kept(Root& root, const std::string& path, const void* found);
     static std::string manifest_of_root(const Root& root);
