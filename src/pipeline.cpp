@@ -381,13 +381,14 @@ bool up_to_date(FileSystem& fs, const Request& request, const std::string& state
         }
         if (state.inputs != inputs.inputs || state.manifests.size() != 2) return false;
         // Whether each path (relative to the out dir) is a `type` with its stat: in slices, on
-        // up to stat_threads() threads (the file system allowing); the first difference ends it.
+        // up to lone_stat_threads() threads (the file system allowing: nothing else runs yet);
+        // the first difference ends it.
         const auto same = [&](const auto& stats, TreeEntry::Type type) {
             std::vector<const typename std::decay_t<decltype(stats)>::value_type*> items;
             items.reserve(stats.size());
             for (const auto& item : stats) items.push_back(&item);
             std::atomic<bool> all_same{true};
-            share_out_slices(items.size(), 1024, fs.concurrent_reads() ? stat_threads() : 1, [&](size_t i, unsigned) {
+            share_out_slices(items.size(), 1024, fs.concurrent_reads() ? lone_stat_threads() : 1, [&](size_t i, unsigned) {
                 TreeEntry e;
                 const auto& [path, stat] = *items[i];
                 if (all_same.load(std::memory_order_relaxed) &&

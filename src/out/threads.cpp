@@ -30,4 +30,9 @@ unsigned split_threads() {
 
 unsigned stat_threads() { return std::min(split_threads(), 4u); }
 
+unsigned lone_stat_threads() {
+    const unsigned cpus = std::max(std::thread::hardware_concurrency(), 1u);
+    return std::min(threads_from_env().value_or(cpus), 4u);
+}
+
 }  // namespace sitegen

@@ -3,10 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "out/threads.h"
@@ -61,4 +63,21 @@ TEST_CASE("share_out_slices runs every index once, a slice's indices in order on
             if (i % 64 != 0) CHECK(slot_of[i] == slot_of[i - 1]);  // (the same slice: the same thread)
         }
     }
+}
+
+TEST_CASE("stat steps use SITEGEN_THREADS (at most 4), or the CPUs when nothing runs beside them", "[threads]") {
+    const char* saved = std::getenv("SITEGEN_THREADS");
+    const std::string before = saved ? saved : "";
+    ::setenv("SITEGEN_THREADS", "2", 1);
+    CHECK(lone_stat_threads() == 2);
+    CHECK(stat_threads() == 2);
+    ::setenv("SITEGEN_THREADS", "16", 1);
+    CHECK(lone_stat_threads() == 4);
+    CHECK(stat_threads() == 4);
+    ::unsetenv("SITEGEN_THREADS");
+    // (Alone, a step takes the CPUs even below kMinCpusToSplit, where stat_threads() takes one.)
+    const unsigned cpus = std::max(std::thread::hardware_concurrency(), 1u);
+    CHECK(lone_stat_threads() == std::min(cpus, 4u));
+    CHECK(stat_threads() == (cpus >= kMinCpusToSplit ? std::min(cpus, 4u) : 1u));
+    if (saved) ::setenv("SITEGEN_THREADS", before.c_str(), 1);
 }
