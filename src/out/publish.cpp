@@ -416,6 +416,7 @@ void Publisher::look_live(const std::function<void()>& known_ready) {
     const auto read_roots = [&] {
         for (Root& r : state_)
             run_beside(threads > 1, [&] {
+                const TraceSpan manifest("live_manifest");
                 r.manifest_exists = fs_.entry(r.live + "/" + kManifestName, r.manifest_top);
                 r.old_text = read_manifest(fs_, r.live);
                 r.old = index_manifest(r.old_text);
