@@ -602,6 +602,9 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const B
     for (size_t i = 0; i < p.kept.size(); ++i)
         if (p.kept[i].empty()) last_rendered = i;
     try {
+        // The kept stacks' files first, all at once: shared out (a few threads: the steps are
+        // lookups in memory), as add_kept() of each in stack order would.
+        publisher.add_kept_stacks(p.kept, std::min(threads, 4u), diags);
         StackSteps steps;
         steps.wanted = [&](size_t i) { return p.kept[i].empty(); };
         steps.render = [&](size_t i, OutputList& part) { emit_stack(l.site, l.site.stacks[i], p.options, part); };
@@ -612,10 +615,7 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const B
             if (!rendered) {
                 record.rebuilt = false;
                 record.files.reserve(p.kept[i].size());
-                for (KeptFile& k : p.kept[i]) {
-                    publisher.add_kept(std::move(k.hash), k, diags);  // (the kept list is dropped below)
-                    record.files.push_back(std::move(k.path));
-                }
+                for (KeptFile& k : p.kept[i]) record.files.push_back(std::move(k.path));  // (handed over above)
                 p.kept[i] = {};
                 // Its state lines are the last state's: the same files (reusable keeps all of
                 // them, in order), each with the stat that state gave it (as_last_built).

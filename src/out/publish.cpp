@@ -620,6 +620,15 @@ bool Publisher::add_kept(std::string hash, const KeptFile& k, Diagnostics& diags
     return place(k.path, std::move(hash), k.executable, nullptr, diags, k.found);
 }
 
+// What place_kept() adds up, per thread of add_kept_stacks() (counted in by count_kept()).
+struct Publisher::KeptTally {
+    size_t files = 0;
+    std::vector<std::string> twice;  // added_twice_'s
+    std::vector<size_t> spare_kept;  // by index into state_
+    std::vector<std::vector<std::pair<std::string, ManifestLine>>> to_link;  // by index into state_
+    explicit KeptTally(size_t roots) : spare_kept(roots, 0), to_link(roots) {}
+};
+
 // add() with the file's `contents`, add_kept() without (the live file is linked).
 bool Publisher::place(const std::string& path, std::string hash, bool executable, const std::string* contents,
                       Diagnostics& diags, const void* found) {
@@ -633,8 +642,12 @@ bool Publisher::place(const std::string& path, std::string hash, bool executable
         const Root::Live& live = *static_cast<const Root::Live*>(found);
         // (as_last_built leaves the hash to the record: compared, and copied only if not kept)
         if (live.known && live.was && (hash.empty() || live.was->hash == hash) &&
-            live.was->mode == (executable ? 0755u : 0644u) && live.entry->path == rel_view)
-            return place_kept(*r, path, found);
+            live.was->mode == (executable ? 0755u : 0644u) && live.entry->path == rel_view) {
+            KeptTally tally(state_.size());
+            const bool placed = place_kept(*r, path, found, tally);
+            count_kept(tally);
+            return placed;
+        }
         if (hash.empty() && live.was) hash = std::string(live.was->hash);
     }
     Root::Live* live = nullptr;  // the live file at this path, if any
@@ -659,14 +672,24 @@ bool Publisher::place(const std::string& path, std::string hash, bool executable
     return true;
 }
 
+void Publisher::count_kept(KeptTally& tally) {
+    files_ += tally.files;
+    for (auto& path : tally.twice) added_twice_.push_back(std::move(path));
+    for (size_t i = 0; i < state_.size(); ++i) {
+        state_[i].spare_kept += tally.spare_kept[i];
+        for (auto& link : tally.to_link[i]) state_[i].to_link.push_back(std::move(link));
+    }
+}
+
 // A kept file as as_last_built found it: the new tree has the live file as it is, so only its
 // live record is marked (finish() reads its path, hash and mode from the live tree and its
 // manifest), and the spare's name of it is kept, or linked by finish(), as stage() does.
-bool Publisher::place_kept(Root& r, const std::string& path, const void* found) {
+// Writes only its own live record and spare file, and `tally` (add_kept_stacks() runs it on
+// several threads: two kept files at one path mark one record, and one spare file).
+bool Publisher::place_kept(Root& r, const std::string& path, const void* found, KeptTally& tally) {
     Root::Live& live = *const_cast<Root::Live*>(static_cast<const Root::Live*>(found));
-    ++files_;
-    if (live.kept || live.in_fresh) added_twice_.push_back(path);
-    live.kept = true;
+    ++tally.files;
+    if (std::atomic_ref<bool>(live.kept).exchange(true) || live.in_fresh) tally.twice.push_back(path);
     if (options_.dry_run || failed_) return true;
     const std::string& rel = live.entry->path;
     Root::SpareFile* spare = live.spare;
@@ -674,13 +697,42 @@ bool Publisher::place_kept(Root& r, const std::string& path, const void* found) 
         const auto it = r.spare_files.find(rel);
         spare = it == r.spare_files.end() ? nullptr : &it->second;
     }
+    const size_t root = static_cast<size_t>(&r - state_.data());
     if (spare && spare->ino == live.entry->ino) {
-        if (!spare->kept) ++r.spare_kept;
-        spare->kept = true;
+        if (!std::atomic_ref<bool>(spare->kept).exchange(true)) ++tally.spare_kept[root];
     } else {
-        r.to_link.emplace_back(rel, *live.was);
+        tally.to_link[root].emplace_back(rel, *live.was);
     }
     return true;
+}
+
+bool Publisher::add_kept_stacks(const std::vector<std::vector<KeptFile>>& stacks, unsigned threads,
+                                Diagnostics& diags) {
+    threads = std::max(threads, 1u);
+    // A file that place() would not take as it is (not as as_last_built gave it) goes through
+    // add_kept() afterwards, on this thread, in the stacks' order.
+    std::vector<std::vector<const KeptFile*>> others(threads);
+    std::vector<KeptTally> tallies(threads, KeptTally(state_.size()));
+    share_out_slices(stacks.size(), 64, threads, [&](size_t i, unsigned slot) {
+        for (const KeptFile& k : stacks[i]) {
+            Root* r = root_of(k.path);
+            const auto* live = static_cast<const Root::Live*>(k.found);
+            if (!r || !live || !k.hash.empty() || !live->known || !live->was ||
+                live->was->mode != (k.executable ? 0755u : 0644u) ||
+                live->entry->path != std::string_view(k.path).substr(r->root.size() + 1)) {
+                others[slot].push_back(&k);
+                continue;
+            }
+            place_kept(*r, k.path, k.found, tallies[slot]);
+        }
+    });
+    for (KeptTally& t : tallies) count_kept(t);
+    std::vector<const KeptFile*> rest;
+    for (const auto& o : others) rest.insert(rest.end(), o.begin(), o.end());
+    std::sort(rest.begin(), rest.end(), [&](const KeptFile* a, const KeptFile* b) { return a->path < b->path; });
+    bool ok = true;
+    for (const KeptFile* k : rest) ok = add_kept(*k, diags) && ok;
+    return ok;
 }
 
 void Publisher::discard() {

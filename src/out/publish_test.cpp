@@ -465,10 +465,12 @@ namespace {
 
 // One publish over the last one's tree, as run_build does it: the files whose stat is the one
 // `known` records are kept (as_last_built, then add_kept), the others added with contents.
-// `extra` runs between the adds and finish (e.g. a second add of a path).
+// `extra` runs between the adds and finish (e.g. a second add of a path). With `bulk`, the
+// kept files are handed over first, together (add_kept_stacks, as render_site does), one
+// stack per file, on three threads.
 bool publish_keeping(MemoryFs& fs, const OutputList& files, const PublishReport& last, bool dry_run,
                      PublishReport& report, Diagnostics& diags, size_t& kept,
-                     const std::function<void(Publisher&)>& extra = {}) {
+                     const std::function<void(Publisher&)>& extra = {}, bool bulk = false) {
     PublishOptions options{"out", dry_run, false};
     options.known = &last.stats;
     Publisher publisher(fs, kRoots, options);
@@ -487,14 +489,23 @@ bool publish_keeping(MemoryFs& fs, const OutputList& files, const PublishReport&
             }
         return std::string();
     };
+    std::vector<std::vector<KeptFile>> stacks;
+    std::vector<const OutputFile*> rendered;
     for (const auto& f : files) {
         KeptFile k;
         if (publisher.as_last_built(f.path, k) && k.hash.empty() && last_hash(f.path) == sha256_hex(f.contents)) {
             ++kept;
-            publisher.add_kept(k, diags);
+            if (bulk) stacks.push_back({k});
+            else publisher.add_kept(k, diags);
+        } else if (bulk) {
+            rendered.push_back(&f);
         } else {
             publisher.add(f, diags);
         }
+    }
+    if (bulk) {
+        publisher.add_kept_stacks(stacks, 3, diags);
+        for (const OutputFile* f : rendered) publisher.add(*f, diags);
     }
     if (extra) extra(publisher);
     return publisher.finish(report, diags);
@@ -503,6 +514,8 @@ bool publish_keeping(MemoryFs& fs, const OutputList& files, const PublishReport&
 }  // namespace
 
 TEST_CASE("files kept as the last build left them publish the tree, manifest and report a fresh build gives", "[publish]") {
+    const bool bulk = GENERATE(false, true);  // (add_kept one by one, or add_kept_stacks)
+    CAPTURE(bulk);
     MemoryFs fs;
     Diagnostics diags;
     PublishReport first, second;
@@ -514,13 +527,13 @@ TEST_CASE("files kept as the last build left them publish the tree, manifest and
     const auto before = snapshot(fs);
     const auto before_tree = tree_of(fs, "");
     PublishReport dry;
-    REQUIRE(publish_keeping(fs, two, first, true, dry, diags, kept));
+    REQUIRE(publish_keeping(fs, two, first, true, dry, diags, kept, {}, bulk));
     CHECK(kept == 2);
     CHECK(dry.changed == std::vector<std::string>{two[0].path});
     CHECK(dry.unchanged == 2);
     CHECK(tree_of(fs, "") == before_tree);
     CHECK(fs.files.at("out/" + two[1].path).stamp == before.at("out/" + two[1].path).stamp);
-    REQUIRE(publish_keeping(fs, two, first, false, second, diags, kept));
+    REQUIRE(publish_keeping(fs, two, first, false, second, diags, kept, {}, bulk));
     CHECK(kept == 2);
     CHECK(second.changed == std::vector<std::string>{two[0].path});
     CHECK(second.added.empty());
@@ -546,7 +559,7 @@ TEST_CASE("files kept as the last build left them publish the tree, manifest and
     // second's for what that one wrote (as the build state records them).
     PublishReport known = first, third;
     for (const auto& [path, stat] : second.stats) known.stats[path] = stat;
-    REQUIRE(publish_keeping(fs, two, known, false, third, diags, kept));
+    REQUIRE(publish_keeping(fs, two, known, false, third, diags, kept, {}, bulk));
     CHECK(kept == 3);
     CHECK(third.unchanged == 3);
     CHECK(diags.error_count() == 0);
@@ -570,6 +583,34 @@ TEST_CASE("a kept path kept again, or added again with contents, is listed each 
     });
     CHECK(kept == 3);
     CHECK(twice == std::vector<std::string>{one[1].path, one[1].path, one[2].path});
+}
+
+TEST_CASE("kept stacks handed over together count each file once, and a path kept twice once after its first", "[publish]") {
+    MemoryFs fs;
+    Diagnostics diags;
+    PublishReport first, second;
+    REQUIRE(run(fs, tree("one"), diags, false, &first));
+    const OutputList one = tree("one");
+    PublishOptions options{"out", false, false};
+    options.known = &first.stats;
+    Publisher publisher(fs, kRoots, options);
+    REQUIRE(publisher.begin(diags));
+    std::vector<std::vector<KeptFile>> stacks(2);
+    for (const auto& f : one) {
+        KeptFile k;
+        REQUIRE(publisher.as_last_built(f.path, k));
+        stacks[0].push_back(k);
+    }
+    stacks[1].push_back(stacks[0][1]);  // (a second stack claiming one of the first's paths)
+    REQUIRE(publisher.add_kept_stacks(stacks, 2, diags));
+    CHECK(publisher.files() == one.size() + 1);
+    CHECK(publisher.added_twice() == std::vector<std::string>{one[1].path});
+    // Nothing changed: the live roots stay, with the spare gone (as a publish that keeps all).
+    REQUIRE(publisher.finish(second, diags));
+    CHECK(second.unchanged == one.size());
+    CHECK(second.added.empty());
+    CHECK(second.changed.empty());
+    CHECK(diags.error_count() == 0);
 }
 
 TEST_CASE("the directory stats a publish reports are those on disk after it, and leave out what it changed", "[publish]") {
