@@ -620,6 +620,7 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const B
                 // Its state lines are the last state's: the same files (reusable keeps all of
                 // them, in order), each with the stat that state gave it (as_last_built).
                 record.same_lines = last.file_lines(id, record.files.size());
+                record.same_record = last.kept_record(id, record.key, record.files.size());
                 return;
             }
             for (size_t j = 0; j < rendered->files.size(); ++j) {
@@ -649,14 +650,20 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const B
     self_check.finish(diags);
 }
 
-// `path` holds `text`, written beside it and renamed over it (a reader sees the old file or
-// the new one, never half of one); a temporary file left by a failure is removed.
-bool replace_file(FileSystem& fs, const std::string& path, const std::string& text, std::string& error) {
+// `path` holds `pieces`, one after the other, written beside it and renamed over it (a reader
+// sees the old file or the new one, never half of one); a temporary file left by a failure is
+// removed.
+bool replace_file(FileSystem& fs, const std::string& path, const std::vector<std::string_view>& pieces,
+                  std::string& error) {
     const std::string temp = path + ".new-" + std::to_string(::getpid());
-    if (fs.write(temp, text, false, error) && fs.rename(temp, path, error)) return true;
+    if (fs.write_pieces(temp, pieces, error) && fs.rename(temp, path, error)) return true;
     std::string ignored;
     fs.remove_all(temp, ignored);
     return false;
+}
+
+bool replace_file(FileSystem& fs, const std::string& path, const std::string& text, std::string& error) {
+    return replace_file(fs, path, std::vector<std::string_view>{text}, error);
 }
 
 // Records a site's build state after its publish (a cache: replaced whole by write + rename;
@@ -734,12 +741,13 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
         state.findings = l.findings;
     }
     phase.emplace("state_text");
-    const std::string text = complete ? state_text(state, render_threads() > 1) : "";  // "": cannot be written
-    complete = !text.empty();
+    // (In pieces: views of the last state's text where this one's lines are those.)
+    const StateText text = complete ? state_text_pieces(state, render_threads() > 1) : StateText{};
+    complete = !text.pieces.empty();
     const std::string path = state_path(state_dir, l.site.site.name);
     std::string error;
     phase.emplace("state_write");
-    const bool written = complete ? replace_file(fs, path, text, error) : fs.remove_all(path, error);
+    const bool written = complete ? replace_file(fs, path, text.pieces, error) : fs.remove_all(path, error);
     if (!written)
         result.err += "sitegen: warning: cannot record the build state (the next build renders every stack): " +
                       error + "\n";

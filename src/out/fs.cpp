@@ -199,12 +199,19 @@ public:
 
     bool write(const std::string& path, const std::string& data, bool executable,
                std::string& error) override {
-        return write_file(path, data, executable, error, nullptr);
+        const std::string_view piece(data);
+        return write_file(path, &piece, 1, executable, error, nullptr);
+    }
+
+    bool write_pieces(const std::string& path, const std::vector<std::string_view>& pieces,
+                      std::string& error) override {
+        return write_file(path, pieces.data(), pieces.size(), false, error, nullptr);
     }
 
     bool write_stat(const std::string& path, const std::string& data, bool executable, std::string& error,
                     TreeEntry& written) override {
-        return write_file(path, data, executable, error, &written);
+        const std::string_view piece(data);
+        return write_file(path, &piece, 1, executable, error, &written);
     }
 
     bool sync(const std::string& path, std::string& error) override {
@@ -370,8 +377,9 @@ private:
     // when not null. The file is created relative to its directory's descriptor (the
     // kernel walks one name, not the whole path), and its mode is set only when the umask
     // or an existing file made it differ.
-    bool write_file(const std::string& path, const std::string& data, bool executable, std::string& error,
-                    TreeEntry* written) {
+    // `count` pieces, one after the other, as the file at `path`.
+    bool write_file(const std::string& path, const std::string_view* pieces, size_t count, bool executable,
+                    std::string& error, TreeEntry* written) {
         const unsigned mode = executable ? 0755 : 0644;
         const auto slash = path.rfind('/');
         int dir = AT_FDCWD;
@@ -384,12 +392,13 @@ private:
             ::close(fd);
             return false;
         };
-        for (size_t done = 0; done < data.size();) {
-            const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) return fail();
-            done += static_cast<size_t>(n);
-        }
+        for (size_t i = 0; i < count; ++i)
+            for (size_t done = 0; done < pieces[i].size();) {
+                const ssize_t n = ::write(fd, pieces[i].data() + done, pieces[i].size() - done);
+                if (n < 0 && errno == EINTR) continue;
+                if (n < 0) return fail();
+                done += static_cast<size_t>(n);
+            }
         struct stat st;
         if (::fstat(fd, &st) != 0) return fail();
         if ((st.st_mode & 07777) != mode) {
@@ -533,6 +542,12 @@ bool MemoryFs::read(const std::string& path, std::string& out, std::string& erro
 bool FileSystem::write_stat(const std::string& path, const std::string& data, bool executable, std::string& error,
                             TreeEntry& written) {
     return write(path, data, executable, error) && entry(path, written);
+}
+
+bool FileSystem::write_pieces(const std::string& path, const std::vector<std::string_view>& pieces, std::string& error) {
+    std::string joined;
+    for (const auto piece : pieces) joined += piece;
+    return write(path, joined, false, error);
 }
 
 bool MemoryFs::write(const std::string& path, const std::string& data, bool executable,

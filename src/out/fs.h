@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sitegen {
@@ -48,6 +49,10 @@ public:
     // from the open file, not from a second lookup of the path. The default calls entry().
     virtual bool write_stat(const std::string& path, const std::string& data, bool executable, std::string& error,
                             TreeEntry& written);
+    // write() of `pieces` one after the other, as one file (not executable), without joining
+    // them first on disk (a build state is megabytes, most of them views of the last one's).
+    // The default joins them.
+    virtual bool write_pieces(const std::string& path, const std::vector<std::string_view>& pieces, std::string& error);
     // Makes everything written under `path` durable (one syncfs, not one fsync per file).
     virtual bool sync(const std::string& path, std::string& error) = 0;
     virtual bool exists(const std::string& path) = 0;

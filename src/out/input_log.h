@@ -35,6 +35,9 @@ public:
     bool write(const std::string& path, const std::string& data, bool executable, std::string& error) override {
         return inner_.write(path, data, executable, error);
     }
+    bool write_pieces(const std::string& path, const std::vector<std::string_view>& pieces, std::string& error) override {
+        return inner_.write_pieces(path, pieces, error);
+    }
     bool sync(const std::string& path, std::string& error) override { return inner_.sync(path, error); }
     bool make_dirs(const std::string& path, std::string& error) override { return inner_.make_dirs(path, error); }
     std::vector<TreeEntry> scan(const std::string& dir, bool stat_files = true) override {

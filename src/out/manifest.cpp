@@ -163,68 +163,128 @@ bool parse_listing(std::string_view lines, std::vector<TreeEntry>& out) {
     return in.ok;
 }
 
-std::string state_text(const BuildState& state, bool threads) {
+namespace {
+
+// Builds a StateText: text appended to the last owned string, views added as pieces of their
+// own (one piece with the view before when they are adjacent in memory: consecutive kept
+// stacks are consecutive in the last state's text).
+struct PieceWriter {
+    StateText& out;
+    std::string* open = nullptr;  // the owned string being appended to, if any
+    std::string& text(size_t reserve = 0) {
+        if (!open) {
+            open = &out.owned.emplace_back();
+            open->reserve(reserve);
+        }
+        return *open;
+    }
+    void close() {
+        if (open && !open->empty()) add(*open);
+        open = nullptr;
+    }
+    void view(std::string_view v) {
+        close();
+        if (!v.empty()) add(v);
+    }
+    void add(std::string_view v) {
+        if (!out.pieces.empty() && out.pieces.back().data() + out.pieces.back().size() == v.data())
+            out.pieces.back() = std::string_view(out.pieces.back().data(), out.pieces.back().size() + v.size());
+        else
+            out.pieces.push_back(v);
+    }
+    // The pieces of `part` after these (its owned strings moved over whole: list nodes).
+    void append(StateText& part) {
+        close();
+        for (const auto v : part.pieces) add(v);
+        out.owned.splice(out.owned.end(), part.owned);
+    }
+};
+
+}  // namespace
+
+size_t StateText::size() const {
+    size_t n = 0;
+    for (const auto v : pieces) n += v.size();
+    return n;
+}
+
+std::string StateText::joined() const {
+    std::string out;
+    out.reserve(size());
+    for (const auto v : pieces) out += v;
+    return out;
+}
+
+std::string state_text(const BuildState& state, bool threads) { return state_text_pieces(state, threads).joined(); }
+
+StateText state_text_pieces(const BuildState& state, bool threads) {
     // Each path and name is one line of the text: one with a newline cannot be written.
     for (const auto& q : state.queries)
         if (!one_line(q.path)) return {};
     for (const auto& d : state.rule_dirs)
         if (!one_line(d)) return {};
-    std::string out = kStateHeader;
-    // (No regrowth copying a text of megabytes: an upper bound of each stack's lines, its
-    // "stack <key> kept <id>" line and its files' lines, each "file" and five numbers.)
-    const auto stack_bytes = [](const std::string& id, const BuildState::StackRecord& record) {
-        size_t bytes = 16 + record.key.size() + id.size() + record.same_lines.size();
-        if (record.same_lines.empty())
-            for (const auto& path : record.files) bytes += 8 + 5 * 21 + path.size();
-        return bytes;
-    };
-    size_t bytes = 0, second_bytes = 0;
-    size_t i = 0;
-    for (const auto& [id, record] : state.stacks)
-        (i++ < state.stacks.size() / 2 ? bytes : second_bytes) += stack_bytes(id, record);
-    for (const auto& [dir, stat] : state.dirs) bytes += 8 + 5 * 21 + dir.size();
-    for (const auto& [root, spare] : state.spares) bytes += 8 + 5 * 21 + root.size() + spare.lines.size();
-    for (const auto& q : state.queries) bytes += 8 + q.path.size();
-    for (const auto& d : state.findings) bytes += 100 + d.where.file.size() + d.message.size() + d.hint.size();
-    out.reserve(bytes + second_bytes + 4096);
+    StateText result;
+    PieceWriter w{result};
+    std::string& head = w.text(4096);
+    head = kStateHeader;
     if (!state.inputs.empty()) {
-        out += "inputs " + state.inputs + "\n";
-        for (const auto& dir : state.rule_dirs) out += "ruledir " + dir + "\n";
+        head += "inputs " + state.inputs + "\n";
+        for (const auto& dir : state.rule_dirs) head += "ruledir " + dir + "\n";
         for (const auto& q : state.queries) {
-            out += "query ";
-            out += static_cast<char>(q.op);
-            out += ' ' + q.path + "\n";
+            head += "query ";
+            head += static_cast<char>(q.op);
+            head += ' ' + q.path + "\n";
         }
         for (const auto& d : state.findings)
-            out += "finding " + std::to_string(static_cast<int>(d.severity)) + " " + std::to_string(d.where.line) + " " +
-                   std::to_string(d.where.column) + " " + std::to_string(d.where.file.size()) + " " +
-                   std::to_string(d.message.size()) + " " + std::to_string(d.hint.size()) + " " + d.where.file +
-                   d.message + d.hint + "\n";
+            head += "finding " + std::to_string(static_cast<int>(d.severity)) + " " + std::to_string(d.where.line) + " " +
+                    std::to_string(d.where.column) + " " + std::to_string(d.where.file.size()) + " " +
+                    std::to_string(d.message.size()) + " " + std::to_string(d.hint.size()) + " " + d.where.file +
+                    d.message + d.hint + "\n";
     }
-    for (const auto& [root, s] : state.manifests) put_stat(out, "manifest", s, root);
+    for (const auto& [root, s] : state.manifests) put_stat(head, "manifest", s, root);
     for (const auto& [root, spare] : state.spares) {
         if (!one_line(root) || (!spare.lines.empty() && spare.lines.back() != '\n')) return {};
-        put_stat(out, "spare", spare.top, root);
-        out += spare.lines;
+        put_stat(w.text(), "spare", spare.top, root);
+        w.view(spare.lines);
     }
     std::vector<const std::pair<const std::string, FileStat>*> dirs;  // in path order: the same state, the same text
     dirs.reserve(state.dirs.size());
+    size_t dir_bytes = 0;
     for (const auto& row : state.dirs) {
         if (!one_line(row.first)) return {};
         dirs.push_back(&row);
+        dir_bytes += 8 + 5 * 21 + row.first.size();
     }
     std::sort(dirs.begin(), dirs.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
-    for (const auto* row : dirs) put_stat(out, "dir", row->second, row->first);
+    std::string& dir_text = w.text(dir_bytes);
+    for (const auto* row : dirs) put_stat(dir_text, "dir", row->second, row->first);
     // The stacks' lines (false: one cannot be written), the second half made beside the first
-    // when there are many.
+    // when there are many to make (a kept stack's are a view of the last state's).
     using Stacks = decltype(state.stacks);
-    const auto put_stacks = [&state](std::string& text, Stacks::const_iterator from, Stacks::const_iterator to) {
+    const auto put_stacks = [&state](StateText& part, Stacks::const_iterator from, Stacks::const_iterator to) {
+        PieceWriter p{part};
+        // (No regrowth copying megabytes: an upper bound of the lines still to make, each
+        // "file" and five numbers, reserved when a string is opened for them.)
+        size_t rest = 0;
+        for (auto it = from; it != to; ++it) {
+            const auto& [id, record] = *it;
+            if (!record.same_record.empty()) continue;
+            rest += 16 + record.key.size() + id.size();
+            if (record.same_lines.empty())
+                for (const auto& path : record.files) rest += 8 + 5 * 21 + path.size();
+        }
         for (auto it = from; it != to; ++it) {
             const auto& [id, record] = *it;
             if (!one_line(id)) return false;
+            if (!record.same_record.empty()) {
+                p.view(record.same_record);
+                continue;
+            }
+            std::string& text = p.text(rest);
+            const size_t before = text.size();
             text += "stack " + record.key + (record.rebuilt ? " rebuilt " : " kept ") + id + "\n";
             if (!record.same_lines.empty()) {
-                text += record.same_lines;
+                p.view(record.same_lines);
                 continue;
             }
             for (const auto& path : record.files) {
@@ -232,19 +292,21 @@ std::string state_text(const BuildState& state, bool threads) {
                 if (file == state.files.end() || !one_line(path)) return false;
                 put_stat(text, "file", file->second, path);
             }
+            rest -= std::min(rest, text.size() - before);
         }
+        p.close();
         return true;
     };
     const auto middle = std::next(state.stacks.begin(), static_cast<std::ptrdiff_t>(state.stacks.size() / 2));
-    std::string second;
-    second.reserve(second_bytes);
+    StateText first, second;
     bool first_ok = false, second_ok = false;
     run_beside(threads && state.files.size() >= 4096,
                [&] { second_ok = put_stacks(second, middle, state.stacks.end()); },
-               [&] { first_ok = put_stacks(out, state.stacks.begin(), middle); });
+               [&] { first_ok = put_stacks(first, state.stacks.begin(), middle); });
     if (!first_ok || !second_ok) return {};
-    out += second;
-    return out;
+    w.append(first);
+    w.append(second);
+    return result;
 }
 
 bool parse_state(const std::string& text, BuildState& state, bool inputs_only) {
@@ -327,6 +389,15 @@ bool parse_state(std::string&& text, BuildState& state) {
     if (!parse_state(text, state)) return false;
     state.text = std::move(text);  // (the spans are offsets into it)
     return true;
+}
+
+std::string_view BuildState::kept_record(const std::string& id, const std::string& key, size_t files) const {
+    const std::string_view lines = file_lines(id, files);
+    if (lines.empty()) return {};
+    const std::string line = "stack " + key + " kept " + id + "\n";
+    const size_t at = static_cast<size_t>(lines.data() - text.data());
+    if (at < line.size() || std::string_view(text).substr(at - line.size(), line.size()) != line) return {};
+    return std::string_view(text).substr(at - line.size(), line.size() + lines.size());
 }
 
 std::string_view BuildState::file_lines(const std::string& id, size_t files) const {

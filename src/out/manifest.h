@@ -3,6 +3,7 @@
 // and inode), which lets a rebuild skip stacks whose inputs and files are unchanged.
 #pragma once
 
+#include <list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -81,6 +82,9 @@ struct BuildState {
         // copied instead of made again from `files` (whose stats need not be in `files` then).
         size_t lines_at = 0, lines_size = 0;
         std::string_view same_lines;
+        // To write: its "stack" line and file lines as they are, when the last state's are
+        // exactly those (kept then and now, with this key): written from there, not copied.
+        std::string_view same_record;
     };
     // The inputs, so that a build whose inputs all answer as they did need not load the site:
     std::string inputs;                        // digest: sitegen, request, rule files, answers ("" = none)
@@ -96,11 +100,27 @@ struct BuildState {
     // The file lines of stack `id` as read (a view into `text`), when they are `files` lines;
     // empty otherwise (not read with its text, no such stack, or a state edited by hand).
     std::string_view file_lines(const std::string& id, size_t files) const;
+    // Its "stack" line and file lines as read, when they are what a state that keeps it with
+    // `key` writes (file_lines(id, files) after "stack <key> kept <id>"); empty otherwise.
+    std::string_view kept_record(const std::string& id, const std::string& key, size_t files) const;
+};
+
+// A state's text in pieces, to be written one after the other: views into `owned` and into the
+// BuildState it was made from (its kept stacks' records, its spares' listings), which must
+// outlive it. A one-stack rebuild of 2,000 stacks writes ~8 MB of state, most of it the last
+// state's own lines: written from there, not copied into one string first.
+struct StateText {
+    std::vector<std::string_view> pieces;  // (none: the state cannot be written as text)
+    std::list<std::string> owned;          // (a list: a piece's view stays put as more are added)
+    size_t size() const;
+    std::string joined() const;
 };
 // The state as text, or "" when it cannot be written as text (a path or name with a newline,
 // a stack file without its stat): the caller removes the old state instead. (`threads`: a big
 // state's second half of stacks is written on a second thread.)
 std::string state_text(const BuildState& state, bool threads = false);
+// The same text, in pieces (empty: "").
+StateText state_text_pieces(const BuildState& state, bool threads = false);
 // False (and `state` empty) when the text is not a state this sitegen wrote. With
 // `inputs_only`, reads only what precedes the tree's stats (inputs, rule dirs, queries,
 // findings): enough to tell whether a build is up to date before reading 100,000 lines.

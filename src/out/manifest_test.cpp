@@ -260,3 +260,45 @@ TEST_CASE("publish links kept files and trusts recorded stats", "[manifest][publ
     CHECK_FALSE(publish(fs, roots, {{"modules-out/s/b.lua", "b2\n", false}}, options, untrusted, refused));
     CHECK(refused.has_errors());
 }
+
+TEST_CASE("a state kept from the last one's records is written in pieces that join to the same text", "[manifest]") {
+    BuildState state;
+    state.manifests["modules-out/s"] = {10, 20, 30};
+    state.spares["modules-out/s"] = {{1, 2, 3, 0755}, "d 0 1 2 493 a\nf 7 a/1.lua\n"};
+    for (int i = 0; i < 6; ++i) {
+        const std::string id = "A/" + std::to_string(i), path = "modules-out/s/a/" + std::to_string(i) + ".lua";
+        state.stacks[id] = {std::string(64, static_cast<char>('a' + i)), i == 2, {path}};
+        state.files[path] = {static_cast<unsigned long long>(i), 2, 3, 0644};
+    }
+    state.dirs["modules-out/s"] = {0, 1, 2, 0755};
+    const std::string written = state_text(state);
+    BuildState last;
+    REQUIRE(parse_state(std::string(written), last));
+    // The next state keeps every stack but A/4 (rebuilt, with a new stat), with the same keys.
+    BuildState next = state;
+    next.files.clear();
+    next.files["modules-out/s/a/4.lua"] = {40, 2, 3, 0644};
+    for (auto& [id, record] : next.stacks) {
+        record.rebuilt = id == "A/4";
+        if (record.rebuilt) continue;
+        record.same_lines = last.file_lines(id, 1);
+        record.same_record = last.kept_record(id, record.key, 1);
+        CHECK(record.same_record.empty() == (id == "A/2"));  // (A/2's line said "rebuilt")
+    }
+    const StateText pieces = state_text_pieces(next);
+    // Views of `last`'s text, runs of consecutive kept stacks in one piece.
+    size_t views = 0;
+    for (const auto piece : pieces.pieces)
+        views += piece.data() >= last.text.data() && piece.data() < last.text.data() + last.text.size();
+    CHECK(views == 3);  // A/0 to A/1; A/2's file line with A/3 (adjacent); A/5 (after A/4's new lines)
+    CHECK(pieces.joined() == state_text(next));
+    CHECK(pieces.size() == pieces.joined().size());
+    // The same text as the state written from every file's stat.
+    BuildState whole = state;
+    for (auto& [id, record] : whole.stacks) record.rebuilt = id == "A/4";
+    whole.files["modules-out/s/a/4.lua"] = {40, 2, 3, 0644};
+    CHECK(pieces.joined() == state_text(whole));
+    // A stack line that cannot be written: no pieces.
+    next.stacks["bad\nid"] = {std::string(64, 'z'), true, {}};
+    CHECK(state_text_pieces(next).pieces.empty());
+}
