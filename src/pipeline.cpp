@@ -669,7 +669,7 @@ bool replace_file(FileSystem& fs, const std::string& path, const std::string& te
 // Records a site's build state after its publish (a cache: replaced whole by write + rename;
 // when it cannot be written the next build renders everything, so that is only a warning).
 void record_state(FileSystem& fs, const Request& request, const std::string& state_dir, const Loaded& l,
-                  BuildState& state, PublishReport& report, Result& result) {
+                  BuildState& last, BuildState& state, PublishReport& report, Result& result) {
     const TraceSpan span("record_state");
     for (const std::string& root : {modules_root(l.site), easyconfigs_root(l.site)}) {
         if (report.manifest_stats.count(root)) state.manifests[root] = report.manifest_stats[root];
@@ -677,10 +677,18 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
             state.spares[root] = std::move(spare->second);
     }
     // Every directory of the roots, with its stat (a new or removed entry changes its mtime):
-    // found from the stacks' files and statted on a second thread while the files' stats are
-    // gathered (the file system allowing).
+    // found from the stacks' files (or the last state's, when every stack is one of its stacks
+    // with the same files) and statted on a second thread while the files' stats are gathered
+    // (the file system allowing).
     bool dirs_complete = true;
-    const auto stat_dirs = [&] {
+    const auto same_files = [&] {
+        if (last.dirs.empty() || last.stacks.size() != state.stacks.size()) return false;
+        for (auto a = last.stacks.begin(), b = state.stacks.begin(); b != state.stacks.end(); ++a, ++b)
+            if (a->first != b->first || (b->second.same_lines.empty() && a->second.files != b->second.files))
+                return false;  // (a kept stack's files are the last state's: same_lines)
+        return true;
+    };
+    const auto dirs_of_files = [&] {
         const std::string modules = modules_root(l.site), easyconfigs = easyconfigs_root(l.site);
         std::unordered_set<std::string_view> dirs;  // views into the stacks' file lists
         for (const auto& [id, record] : state.stacks)
@@ -693,6 +701,10 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
                 }
         state.dirs.reserve(dirs.size());
         for (const auto dir : dirs) state.dirs.emplace(std::string(dir), FileStat{});
+    };
+    const auto stat_dirs = [&] {
+        if (same_files()) state.dirs = std::move(last.dirs);  // (their paths: each stat is found below)
+        else dirs_of_files();
         for (auto& [dir, stat] : state.dirs) {
             if (const auto known = report.dir_stats.find(dir); known != report.dir_stats.end()) {
                 stat = known->second;  // (as the publisher's look saw it, unchanged since)
@@ -955,7 +967,7 @@ Result run_build(FileSystem& fs, const Request& request) {
     }
     if (records)
         for (size_t s = 0; s < sites.size(); ++s) {
-            record_state(fs, request, state_dir, sites[s], next[s], report, result);
+            record_state(fs, request, state_dir, sites[s], last[s], next[s], report, result);
             record_memo(fs, state_dir, sites[s], memo_texts[s], result);
         }
     if (request.dry_run) {
