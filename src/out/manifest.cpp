@@ -93,6 +93,13 @@ struct StateReader {
         if (ec != std::errc() || ptr != w.data() + w.size() || w.empty()) ok = false;
         return n;
     }
+    std::string_view rest_of_line_view() {
+        const size_t end = text.find('\n');
+        if (end == std::string_view::npos) { ok = false; return {}; }
+        const std::string_view out = text.substr(0, end);
+        text.remove_prefix(end + 1);
+        return out;
+    }
     std::string rest_of_line() {
         const size_t end = text.find('\n');
         if (end == std::string_view::npos) { ok = false; return {}; }
@@ -135,6 +142,34 @@ bool append_listing_line(std::string& out, const TreeEntry& e) {
         return false;
     }
     return true;
+}
+
+bool parse_listing(std::string_view lines, std::vector<TreeEntry>& dirs, std::vector<ListedFile>& files) {
+    StateReader in{lines};
+    dirs.clear();
+    files.clear();
+    while (in.ok && !in.text.empty()) {
+        const std::string_view kind = in.word();
+        if (kind == "d") {
+            const FileStat s = in.stat();
+            TreeEntry& e = dirs.emplace_back();
+            e.type = TreeEntry::Type::dir;
+            e.size = s.size;
+            e.mtime_ns = s.mtime_ns;
+            e.ino = s.ino;
+            e.mode = s.mode;
+            e.path = in.rest_of_line_view();
+            if (e.path.empty()) return false;
+        } else if (kind == "f") {
+            ListedFile& f = files.emplace_back();
+            f.ino = in.number();
+            f.path = in.rest_of_line_view();
+            if (f.path.empty()) return false;
+        } else {
+            return false;
+        }
+    }
+    return in.ok;
 }
 
 bool parse_listing(std::string_view lines, std::vector<TreeEntry>& out) {

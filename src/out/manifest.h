@@ -68,6 +68,13 @@ bool append_listing_line(std::string& out, const TreeEntry& entry);
 // The entries of SpareListing lines, in order (a directory's with its stat, a file's with its
 // inode and type); false when `lines` are not such lines.
 bool parse_listing(std::string_view lines, std::vector<TreeEntry>& out);
+// The same, with the files apart: each as a view of its path in `lines` and its inode (a look
+// reads ~25,000 of them per rebuild of 2,000 stacks: no string each), the directories in `dirs`.
+struct ListedFile {
+    std::string_view path;
+    unsigned long long ino = 0;
+};
+bool parse_listing(std::string_view lines, std::vector<TreeEntry>& dirs, std::vector<ListedFile>& files);
 
 // The build state of one site: a cache kept outside the output tree (whose bytes stay those of
 // a fresh build), at <state dir>/<digest of the out dir's path>/<site> (state_path). Valid only while each root's manifest

@@ -52,6 +52,19 @@ TEST_CASE("a spare's listing reads back as written, in the state too", "[manifes
     CHECK_FALSE(parse_listing("x 1 a\n", back));
     CHECK_FALSE(parse_listing("f one a\n", back));
     CHECK_FALSE(parse_listing("f 1 a", back));
+    // The files apart, as views into the lines.
+    std::vector<TreeEntry> dirs;
+    std::vector<ListedFile> files;
+    REQUIRE(parse_listing(lines, dirs, files));
+    REQUIRE(dirs.size() == 1);
+    CHECK((dirs[0].path == dir.path && dirs[0].type == dir.type && stat_of(dirs[0]) == stat_of(dir)));
+    REQUIRE(files.size() == 1);
+    CHECK((files[0].path == file.path && files[0].ino == file.ino));
+    CHECK((files[0].path.data() >= lines.data() && files[0].path.data() < lines.data() + lines.size()));
+    CHECK_FALSE(parse_listing("x 1 a\n", dirs, files));
+    CHECK_FALSE(parse_listing("f one a\n", dirs, files));
+    CHECK_FALSE(parse_listing("f 1 a", dirs, files));
+    CHECK_FALSE(parse_listing("f 1 \n", dirs, files));
     // In the state, after the manifests.
     BuildState state;
     state.manifests["modules-out/s"] = {10, 20, 30};

@@ -238,7 +238,9 @@ struct Publisher::Root {
     };
     std::unordered_map<std::string, Wanted, PathHash, std::equal_to<>> fresh;  // the new tree (without the manifest)
     // The spare: regular files by inode, and directories, as the look found them.
-    std::vector<TreeEntry> spare;  // as scanned: the keys below are views into it
+    // (As scanned, or its directories as listed: the keys below are views into it, or into
+    // the listing, which PublishOptions::spares holds.)
+    std::vector<TreeEntry> spare;
     bool spare_reusable = false;   // a directory whose directories are all 0755 (a fresh tree's)
     std::vector<const TreeEntry*> spare_others;  // neither file nor directory (begin removes them)
     std::unordered_map<std::string_view, SpareFile> spare_files;
@@ -384,12 +386,13 @@ bool listing_of(const TreeEntry& top, const std::vector<TreeEntry>& entries, uns
     return true;
 }
 
-// The spare at `staged` as `listing` says, into `out`, when the spare directory (`top`, as
-// looked at) and each directory listed still have the recorded stat (checked in slices on up
-// to stat_threads() threads, the file system allowing); false otherwise.
+// The spare at `staged` as `listing` says, its directories into `out` and its files into
+// `files` (views into `listing`), when the spare directory (`top`, as looked at) and each
+// directory listed still have the recorded stat (checked in slices on up to stat_threads()
+// threads, the file system allowing); false otherwise.
 bool spare_from_listing(FileSystem& fs, const std::string& staged, const TreeEntry& top, const SpareListing& listing,
-                        std::vector<TreeEntry>& out) {
-    if (top.type != TreeEntry::Type::dir || !(stat_of(top) == listing.top) || !parse_listing(listing.lines, out))
+                        std::vector<TreeEntry>& out, std::vector<ListedFile>& files) {
+    if (top.type != TreeEntry::Type::dir || !(stat_of(top) == listing.top) || !parse_listing(listing.lines, out, files))
         return false;
     std::atomic<bool> same{true};
     share_out_slices(out.size(), 512, fs.concurrent_reads() ? stat_threads() : 1, [&](size_t i, unsigned) {
@@ -494,10 +497,15 @@ void Publisher::look_spares(bool listings) {
         // As the last publish left it, if it still is; else read (files: path and inode are enough).
         const auto* known = listings ? options_.spares : nullptr;
         const auto listed = known ? known->find(r.root) : decltype(known->end()){};
-        if (!known || listed == known->end() || !spare_from_listing(fs_, r.staged, r.spare_top, listed->second, r.spare))
+        std::vector<ListedFile> listed_files;  // (views into the listing, which the caller keeps)
+        if (!known || listed == known->end() ||
+            !spare_from_listing(fs_, r.staged, r.spare_top, listed->second, r.spare, listed_files)) {
             r.spare = fs_.scan(r.staged, false);
-        r.spare_files.reserve(r.spare.size());
+            listed_files.clear();
+        }
+        r.spare_files.reserve(r.spare.size() + listed_files.size());
         r.spare_dirs.reserve(r.spare.size() / 2);
+        for (const ListedFile& f : listed_files) r.spare_files[f.path] = {f.ino, false};
         for (const TreeEntry& e : r.spare) {
             if (e.type == TreeEntry::Type::dir && e.mode != kDirMode) r.spare_reusable = false;
             if (e.type == TreeEntry::Type::dir) r.spare_dirs.insert(e.path);

@@ -41,6 +41,7 @@ struct PublishOptions {
     // The spares as the last publish left them, by root: a look takes a spare's listing from
     // here instead of reading its directories while the spare and each of its directories
     // have the recorded stat (an entry made or removed in a directory changes its mtime).
+    // (The look keeps views into the listings: they outlive the publisher.)
     const std::map<std::string, SpareListing>* spares = nullptr;
 };
 
