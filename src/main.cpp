@@ -10,6 +10,7 @@
 
 int main(int argc, char** argv) {
     using namespace sitegen;
+    prime_statics();  // (before any thread: see pipeline.h)
     CLI::App app{"sitegen " SITEGEN_VERSION
                  ": compile declarative HPC site descriptions (sites/<name>/site.toml) into Lmod or "
                  "Environment Modules modulefiles, EasyBuild easyconfigs, venv-activate extensions and runscripts "

@@ -40,6 +40,10 @@
 #include "plan/paths.h"
 #include "plan/traits.h"
 #include "site/suggest.h"
+#include "site/fields.h"
+#include "site/schema.h"
+#include "plan/hook_additions.h"
+#include "lua/read_log.h"
 
 namespace sitegen {
 
@@ -602,27 +606,53 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const B
     for (size_t i = 0; i < p.kept.size(); ++i)
         if (p.kept[i].empty()) last_rendered = i;
     try {
-        // The kept stacks' files first, all at once: shared out (a few threads: the steps are
-        // lookups in memory), as add_kept() of each in stack order would.
-        publisher.add_kept_stacks(p.kept, std::min(threads, 4u), diags);
-        StackSteps steps;
-        steps.wanted = [&](size_t i) { return p.kept[i].empty(); };
-        steps.render = [&](size_t i, OutputList& part) { emit_stack(l.site, l.site.stacks[i], p.options, part); };
-        steps.deliver = [&](size_t i, RenderedStack* rendered) {
-            const std::string id = l.site.stacks[i].module_full_name();
-            BuildState::StackRecord& record = next.stacks[id];
-            record = {p.keys[i], true, {}};
-            if (!rendered) {
-                record.rebuilt = false;
-                record.files.reserve(p.kept[i].size());
-                for (KeptFile& k : p.kept[i]) record.files.push_back(std::move(k.path));  // (handed over above)
+        const size_t n = l.site.stacks.size();
+        std::vector<char> wanted(n);  // (rendered; the others are kept)
+        for (size_t i = 0; i < n; ++i) wanted[i] = p.kept[i].empty();
+        // The kept stacks' files, all at once: shared out (a few threads: the steps are
+        // lookups in memory), as add_kept() of each in stack order would, while the other
+        // stacks render; a rendered stack is handed over after them (`handed`: add_kept_stacks
+        // comes before any add()).
+        std::atomic<bool> handed{false};
+        const auto hand_over_kept = [&] {
+            struct Handed {  // (set even when handing over throws: delivering waits for it)
+                std::atomic<bool>& flag;
+                ~Handed() {
+                    flag.store(true, std::memory_order_release);
+                    flag.notify_all();
+                }
+            } done{handed};
+            const TraceSpan span("hand_over_kept");
+            publisher.add_kept_stacks(p.kept, std::min(threads, 4u), diags);
+            // And their state records: made in stack order (a map), then filled on those
+            // threads (kept stacks have ids of their own: kept_stacks keeps no two with one id).
+            std::vector<std::pair<const std::string*, BuildState::StackRecord*>> records(n, {nullptr, nullptr});
+            for (size_t i = 0; i < n; ++i)
+                if (!wanted[i]) {
+                    const auto it = next.stacks.try_emplace(l.site.stacks[i].module_full_name()).first;
+                    records[i] = {&it->first, &it->second};
+                }
+            share_out_slices(n, 64, std::min(threads, 4u), [&](size_t i, unsigned) {
+                const auto [id, record] = records[i];
+                if (!record) return;
+                *record = {p.keys[i], false, {}};
+                record->files.reserve(p.kept[i].size());
+                for (KeptFile& k : p.kept[i]) record->files.push_back(std::move(k.path));  // (handed over above)
                 p.kept[i] = {};
                 // Its state lines are the last state's: the same files (reusable keeps all of
                 // them, in order), each with the stat that state gave it (as_last_built).
-                record.same_lines = last.file_lines(id, record.files.size());
-                record.same_record = last.kept_record(id, record.key, record.files.size());
-                return;
-            }
+                record->same_lines = last.file_lines(*id, record->files.size());
+                record->same_record = last.kept_record(*id, record->key, record->files.size());
+            });
+        };
+        StackSteps steps;
+        steps.wanted = [&](size_t i) { return wanted[i] != 0; };
+        steps.render = [&](size_t i, OutputList& part) { emit_stack(l.site, l.site.stacks[i], p.options, part); };
+        steps.deliver = [&](size_t i, RenderedStack* rendered) {
+            if (!rendered) return;  // (kept: handed over and recorded by hand_over_kept)
+            handed.wait(false, std::memory_order_acquire);
+            BuildState::StackRecord& record = next.stacks[l.site.stacks[i].module_full_name()];
+            record = {p.keys[i], true, {}};
             for (size_t j = 0; j < rendered->files.size(); ++j) {
                 OutputFile& f = rendered->files[j];
                 record.files.push_back(f.path);
@@ -633,7 +663,11 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const B
             }
             if (i == last_rendered && i + 1 < l.site.stacks.size()) self_check.flush();
         };
-        render_stacks(l.site.stacks.size(), threads, steps);
+        // (Without a second thread: the kept stacks first, then the others, one after the other.)
+        run_beside(threads > 1, [&] {
+            const TraceSpan span("render_stacks");
+            render_stacks(n, threads, steps);
+        }, hand_over_kept);
     } catch (const std::exception& e) {
         // Checks should have refused the input; never crash or write half a tree.
         diags.error(l.site.where(""), std::string("internal error while generating outputs: ") + e.what(),
@@ -783,6 +817,28 @@ void record_memo(FileSystem& fs, const std::string& state_dir, const Loaded& l, 
 }
 
 }  // namespace
+
+void prime_statics() {
+    (void)fields_of<Site>();
+    (void)fields_of<SiteInfo>();
+    (void)fields_of<Hardware>();
+    (void)fields_of<Binding>();
+    (void)fields_of<Batch>();
+    (void)fields_of<Collectives>();
+    (void)fields_of<Container>();
+    (void)fields_of<Bind>();
+    (void)fields_of<Python>();
+    (void)fields_of<Stack>();
+    (void)fields_of<InstallStep>();
+    (void)fields_of<Profile>();
+    (void)fields_of<ProfileVar>();
+    (void)fields_of<ProfileWhen>();
+    (void)site_schema();
+    (void)sha256_hex("");
+    (void)lmod_default_property("", "");
+    (void)ViewNeeds::nothing_below();
+    for (const GpuVendor v : {GpuVendor::none, GpuVendor::amd, GpuVendor::nvidia, GpuVendor::intel}) (void)driver_traits(v);
+}
 
 Result run_build(FileSystem& fs, const Request& request) {
     const TraceSpan span("build");

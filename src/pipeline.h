@@ -36,6 +36,13 @@ struct Result {
     std::string err;  // for stderr (diagnostics)
 };
 
+// Makes the function-local statics that a forked child may use (a rule or hook sandbox, the
+// self-check: the field tables, SHA-256's choice, the schema, Lmod's properties, the view's
+// empty needs) while the process has one thread: main calls it first. A child forked while
+// another thread is inside such a first initialization would wait for it forever (its guard
+// is copied as taken, by a thread the child does not have).
+void prime_statics();
+
 // Loads and checks the named sites (schema checks, rules and the sites' hooks). Nothing is written.
 Result run_check(FileSystem& fs, const Request& request);
 // check, then emit every output kind, self-check them and publish atomically.

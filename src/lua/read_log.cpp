@@ -202,9 +202,12 @@ std::string escape_key(std::string_view key) {
     return out;
 }
 
+namespace {
+const std::string kRootPath;  // (not a function's static: see prime_statics, pipeline.h)
+}  // namespace
+
 const std::string* ReadLog::path_of(const LuaValue* node) {
-    static const std::string root_path;
-    if (node == root) return &root_path;
+    if (node == root) return &kRootPath;
     const auto it = paths_.find(node);
     return it == paths_.end() ? nullptr : &it->second;
 }

@@ -587,8 +587,11 @@ std::string full_name_of(const std::string& file) {
 }
 
 // The Lua error as a finding: unknown functions named as such, with a suggestion.
+// (At namespace scope, made before main: not a function's static, see prime_statics.)
+const std::regex kCallNil(R"(attempt to call a nil value \((global|field|method) '([^']*)'\))");
+
 std::string describe_failure(const LuaResult& r, const std::string& file, const std::vector<std::string>& api) {
-    static const std::regex call_nil(R"(attempt to call a nil value \((global|field|method) '([^']*)'\))");
+    const std::regex& call_nil = kCallNil;
     std::string message = r.message;
     std::smatch m;
     if (r.syntax_error) {

@@ -50,6 +50,10 @@ LuaValue pairs_table(const EnvList& env, const std::string& path) {
 }
 
 // `needs` (read_log.h): what to build of a model table (nullptr: all of it).
+// A scalar's path: none (namespace scope, not a function's static: a sandbox's child, forked
+// while another thread makes its first view, must not find it half made).
+const std::string kNoPath;
+
 template <FieldTable T>
 LuaValue table_view(const T& object, const std::string& path, const ViewNeeds* needs);
 
@@ -127,7 +131,6 @@ template <FieldTable T>
 LuaValue table_view(const T& object, const std::string& path, const ViewNeeds* needs) {
     LuaValue t = LuaValue::make_table();
     t.fields.reserve(fields_of<T>().size() + 3);  // the rows and the extras: no regrowth moving fields
-    static const std::string kNoPath;
     add_view_first(t, object);
     for (const Field<T>& row : fields_of<T>()) {
         if (moved_to_end(object, row.key)) continue;
