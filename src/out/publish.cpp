@@ -467,7 +467,10 @@ void Publisher::look_live(const std::function<void()>& known_ready) {
             Root::Live live;
             live.entry = &e;
             live.known = known[i] != 0;
-            if (live.known) live.hash = was[i]->hash, live.hashed = true;
+            if (live.known) {
+                live.hash = was[i]->hash;
+                live.hashed = true;
+            }
             live.was = was[i];
             Root::Live& placed = r.live_files.emplace(e.path, std::move(live)).first->second;
             if (!placed.hashed) unread.push_back(&placed);
@@ -718,7 +721,7 @@ bool Publisher::add_kept_stacks(const std::vector<std::vector<KeptFile>>& stacks
                                 Diagnostics& diags) {
     threads = std::max(threads, 1u);
     // A file that place() would not take as it is (not as as_last_built gave it) goes through
-    // add_kept() afterwards, on this thread, in the stacks' order.
+    // add_kept() afterwards, on this thread, in path order.
     std::vector<std::vector<const KeptFile*>> others(threads);
     std::vector<KeptTally> tallies(threads, KeptTally(state_.size()));
     share_out_slices(stacks.size(), 64, threads, [&](size_t i, unsigned slot) {
