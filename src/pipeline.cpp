@@ -40,7 +40,6 @@
 #include "plan/paths.h"
 #include "plan/traits.h"
 #include "site/suggest.h"
-#include "site/fields.h"
 #include "site/schema.h"
 #include "plan/hook_additions.h"
 #include "lua/read_log.h"
@@ -615,13 +614,7 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const B
         // comes before any add()).
         std::atomic<bool> handed{false};
         const auto hand_over_kept = [&] {
-            struct Handed {  // (set even when handing over throws: delivering waits for it)
-                std::atomic<bool>& flag;
-                ~Handed() {
-                    flag.store(true, std::memory_order_release);
-                    flag.notify_all();
-                }
-            } done{handed};
+            const SetOnExit done{handed};  // (even when handing over throws: delivering waits for it)
             const TraceSpan span("hand_over_kept");
             publisher.add_kept_stacks(p.kept, std::min(threads, 4u), diags);
             // And their state records: made in stack order (a map), then filled on those
@@ -819,25 +812,10 @@ void record_memo(FileSystem& fs, const std::string& state_dir, const Loaded& l, 
 }  // namespace
 
 void prime_statics() {
-    (void)fields_of<Site>();
-    (void)fields_of<SiteInfo>();
-    (void)fields_of<Hardware>();
-    (void)fields_of<Binding>();
-    (void)fields_of<Batch>();
-    (void)fields_of<Collectives>();
-    (void)fields_of<Container>();
-    (void)fields_of<Bind>();
-    (void)fields_of<Python>();
-    (void)fields_of<Stack>();
-    (void)fields_of<InstallStep>();
-    (void)fields_of<Profile>();
-    (void)fields_of<ProfileVar>();
-    (void)fields_of<ProfileWhen>();
-    (void)site_schema();
+    (void)site_schema();  // (walks every field table: fields_of<T> of each table type)
     (void)sha256_hex("");
     (void)lmod_default_property("", "");
     (void)ViewNeeds::nothing_below();
-    for (const GpuVendor v : {GpuVendor::none, GpuVendor::amd, GpuVendor::nvidia, GpuVendor::intel}) (void)driver_traits(v);
 }
 
 Result run_build(FileSystem& fs, const Request& request) {
@@ -918,13 +896,7 @@ Result run_build(FileSystem& fs, const Request& request) {
     const bool states_on_main = overlap && stat_threads() == 1;
     const auto load_check_and_key = [&] {
         if (states_on_main) {
-            struct Ready {  // (set even when preparing throws: the look's thread waits for it)
-                std::atomic<bool>& flag;
-                ~Ready() {
-                    flag.store(true, std::memory_order_release);
-                    flag.notify_all();
-                }
-            } ready{spares_ready};
+            const SetOnExit ready{spares_ready};  // (even when preparing throws: the look's thread waits for it)
             prepare_publish();
         }
         load_and_check(fs, resolved, sites, diags, overlap, state_dir);

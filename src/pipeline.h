@@ -37,8 +37,8 @@ struct Result {
 };
 
 // Makes the function-local statics that a forked child may use (a rule or hook sandbox, the
-// self-check: the field tables, SHA-256's choice, the schema, Lmod's properties, the view's
-// empty needs) while the process has one thread: main calls it first. A child forked while
+// self-check: the field tables, through the schema that walks them, SHA-256's choice, Lmod's
+// properties, the view's empty needs) while the process has one thread: main calls it first. A child forked while
 // another thread is inside such a first initialization would wait for it forever (its guard
 // is copied as taken, by a thread the child does not have).
 void prime_statics();

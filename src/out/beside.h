@@ -1,6 +1,7 @@
 // beside: one function on a second thread while the calling thread runs another.
 #pragma once
 
+#include <atomic>
 #include <exception>
 #include <system_error>
 #include <thread>
@@ -40,5 +41,15 @@ void run_beside(bool parallel, Other&& other, Mine&& mine) {
     if (failed) std::rethrow_exception(failed);
     if (failed_beside) std::rethrow_exception(failed_beside);
 }
+
+// Sets `flag` and wakes its waiters when it goes out of scope, by an exception too: a thread
+// that waits for work done beside it (flag.wait(false)) never waits forever.
+struct SetOnExit {
+    std::atomic<bool>& flag;
+    ~SetOnExit() {
+        flag.store(true, std::memory_order_release);
+        flag.notify_all();
+    }
+};
 
 }  // namespace sitegen

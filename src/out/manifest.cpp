@@ -172,32 +172,6 @@ bool parse_listing(std::string_view lines, std::vector<TreeEntry>& dirs, std::ve
     return in.ok;
 }
 
-bool parse_listing(std::string_view lines, std::vector<TreeEntry>& out) {
-    StateReader in{lines};
-    out.clear();
-    while (in.ok && !in.text.empty()) {
-        const std::string_view kind = in.word();
-        TreeEntry e;
-        if (kind == "d") {
-            const FileStat s = in.stat();
-            e.type = TreeEntry::Type::dir;
-            e.size = s.size;
-            e.mtime_ns = s.mtime_ns;
-            e.ino = s.ino;
-            e.mode = s.mode;
-        } else if (kind == "f") {
-            e.type = TreeEntry::Type::file;
-            e.ino = in.number();
-        } else {
-            return false;
-        }
-        e.path = in.rest_of_line();
-        if (e.path.empty()) return false;
-        out.push_back(std::move(e));
-    }
-    return in.ok;
-}
-
 namespace {
 
 // Builds a StateText: text appended to the last owned string, views added as pieces of their

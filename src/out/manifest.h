@@ -65,11 +65,10 @@ struct SpareListing {
 // for an entry a listing cannot hold (neither directory nor regular file, or a path with a
 // newline).
 bool append_listing_line(std::string& out, const TreeEntry& entry);
-// The entries of SpareListing lines, in order (a directory's with its stat, a file's with its
-// inode and type); false when `lines` are not such lines.
-bool parse_listing(std::string_view lines, std::vector<TreeEntry>& out);
-// The same, with the files apart: each as a view of its path in `lines` and its inode (a look
-// reads ~25,000 of them per rebuild of 2,000 stacks: no string each), the directories in `dirs`.
+// The entries of SpareListing lines, in order: the directories (each with its stat) into
+// `dirs`, the files into `files`, each as a view of its path in `lines` and its inode (a look
+// reads ~25,000 of them per rebuild of 2,000 stacks: no string each); false when `lines` are
+// not such lines.
 struct ListedFile {
     std::string_view path;
     unsigned long long ino = 0;

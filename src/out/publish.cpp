@@ -227,6 +227,12 @@ struct Publisher::Root {
     };
     // A live file kept as it is, and not also added again (then `fresh` has the path).
     static bool kept_as_is(const Live* live) { return live && live->kept && !live->in_fresh; }
+    // Whether a kept file (at `rel`, with `hash`, "" for the manifest's, and mode) is this
+    // record as as_last_built handed it out: then place_kept() takes it as it is.
+    static bool keeps(const Live& live, std::string_view rel, std::string_view hash, bool executable) {
+        return live.known && live.was && (hash.empty() || live.was->hash == hash) &&
+               live.was->mode == (executable ? 0755u : 0644u) && live.entry->path == rel;
+    }
     std::unordered_map<std::string_view, Live> live_files;  // keys: views into `entries`
     std::vector<const Live*> live_of;  // by index into `entries` (regular files but the manifest)
     // A file of the new tree, and what finish() learns about it while it compares the trees
@@ -652,8 +658,7 @@ bool Publisher::place(const std::string& path, std::string hash, bool executable
     if (!contents && found) {  // (this publisher's own record, as as_last_built handed it out)
         const Root::Live& live = *static_cast<const Root::Live*>(found);
         // (as_last_built leaves the hash to the record: compared, and copied only if not kept)
-        if (live.known && live.was && (hash.empty() || live.was->hash == hash) &&
-            live.was->mode == (executable ? 0755u : 0644u) && live.entry->path == rel_view) {
+        if (Root::keeps(live, rel_view, hash, executable)) {
             KeptTally tally(state_.size());
             const bool placed = place_kept(*r, path, found, tally);
             count_kept(tally);
@@ -728,9 +733,7 @@ bool Publisher::add_kept_stacks(const std::vector<std::vector<KeptFile>>& stacks
         for (const KeptFile& k : stacks[i]) {
             Root* r = root_of(k.path);
             const auto* live = static_cast<const Root::Live*>(k.found);
-            if (!r || !live || !k.hash.empty() || !live->known || !live->was ||
-                live->was->mode != (k.executable ? 0755u : 0644u) ||
-                live->entry->path != std::string_view(k.path).substr(r->root.size() + 1)) {
+            if (!r || !live || !Root::keeps(*live, std::string_view(k.path).substr(r->root.size() + 1), k.hash, k.executable)) {
                 others[slot].push_back(&k);
                 continue;
             }

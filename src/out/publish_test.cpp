@@ -591,22 +591,20 @@ TEST_CASE("kept stacks handed over together count each file once, and a path kep
     PublishReport first, second;
     REQUIRE(run(fs, tree("one"), diags, false, &first));
     const OutputList one = tree("one");
-    PublishOptions options{"out", false, false};
-    options.known = &first.stats;
-    Publisher publisher(fs, kRoots, options);
-    REQUIRE(publisher.begin(diags));
-    std::vector<std::vector<KeptFile>> stacks(2);
-    for (const auto& f : one) {
+    size_t kept = 0, files = 0;
+    std::vector<std::string> twice;
+    // (Each file kept as a stack of its own, together; then a second stack claims one's path.)
+    REQUIRE(publish_keeping(fs, one, first, false, second, diags, kept, [&](Publisher& p) {
         KeptFile k;
-        REQUIRE(publisher.as_last_built(f.path, k));
-        stacks[0].push_back(k);
-    }
-    stacks[1].push_back(stacks[0][1]);  // (a second stack claiming one of the first's paths)
-    REQUIRE(publisher.add_kept_stacks(stacks, 2, diags));
-    CHECK(publisher.files() == one.size() + 1);
-    CHECK(publisher.added_twice() == std::vector<std::string>{one[1].path});
+        REQUIRE(p.as_last_built(one[1].path, k));
+        REQUIRE(p.add_kept_stacks({{k}}, 2, diags));
+        files = p.files();
+        twice = p.added_twice();
+    }, true));
+    CHECK(kept == one.size());
+    CHECK(files == one.size() + 1);
+    CHECK(twice == std::vector<std::string>{one[1].path});
     // Nothing changed: the live roots stay, with the spare gone (as a publish that keeps all).
-    REQUIRE(publisher.finish(second, diags));
     CHECK(second.unchanged == one.size());
     CHECK(second.added.empty());
     CHECK(second.changed.empty());
