@@ -564,6 +564,7 @@ struct BuildWorkingSet {
     std::map<std::string, std::string> state_texts_read;
     std::unordered_map<std::string, FileStat> known;
     std::map<std::string, SpareListing> spares;  // the last build's spare listings, by root
+    std::map<std::string, unsigned long long> looked;  // when its looks saw the roots' directories
     std::vector<BuildState> last, next;
     std::optional<Publisher> publisher;
     std::vector<Loaded> sites;
@@ -700,6 +701,7 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
     const TraceSpan span("record_state");
     for (const std::string& root : {modules_root(l.site), easyconfigs_root(l.site)}) {
         if (report.manifest_stats.count(root)) state.manifests[root] = report.manifest_stats[root];
+        if (const auto at = report.looked.find(root); at != report.looked.end()) state.looked[root] = at->second;
         if (const auto spare = report.spares.find(root); spare != report.spares.end())
             state.spares[root] = std::move(spare->second);
     }
@@ -859,6 +861,8 @@ Result run_build(FileSystem& fs, const Request& request) {
     popts.threads = render_threads() > 1;
     popts.known = &known;
     popts.spares = &spares;
+    popts.looked = &working->looked;
+    for (const BuildState& state : last) popts.known_dirs.push_back(&state.dirs);  // (filled in place below)
     // (Set once prepare_publish has filled `known` and `spares`: the spares' half of the look,
     // on another thread, takes their listings only then and never waits for them; the live
     // half waits for it when another thread prepares.)
@@ -876,6 +880,7 @@ Result run_build(FileSystem& fs, const Request& request) {
             else known.insert(last[s].files.begin(), last[s].files.end());
             last[s].files.clear();
             spares.merge(last[s].spares);
+            working->looked.merge(last[s].looked);
         }
         spares_ready.store(true, std::memory_order_release);
     };

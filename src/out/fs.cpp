@@ -10,6 +10,7 @@
 #include <linux/openat2.h>
 #include <filesystem>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 #include <stdio.h>
 #include <sys/file.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "out/threads.h"
+#include "out/trace.h"
 
 namespace fsys = std::filesystem;
 
@@ -165,6 +167,88 @@ void scan_tree(int root, std::vector<TreeEntry>& out, bool stat_files, unsigned 
     for (auto& f : found) out.insert(out.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
 }
 
+std::string_view parent_of(std::string_view path) {
+    const auto slash = path.rfind('/');
+    return slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
+}
+
+// scan_known on the disk, into `out` (unsorted): false, with nothing added, when `known` does
+// not describe a tree (a path twice, or one whose parent it does not list) or vouches for no
+// directory; then the caller scans. The known directories and the known files of trusted ones
+// are statted in slices on up to `threads` threads, by their path from `root` (a directory
+// swapped for a link meanwhile would be followed there: a race with a hand edit during the look,
+// as between any scan's read of a directory and its stats).
+bool scan_known_into(int root, const KnownTree& known, std::vector<TreeEntry>& out, unsigned threads) {
+    std::unordered_map<std::string_view, size_t> dir_at;  // known directory -> index
+    dir_at.reserve(known.dirs.size());
+    bool any_settled = false;
+    for (size_t i = 0; i < known.dirs.size(); ++i) {
+        if (!dir_at.emplace(known.dirs[i].path, i).second) return false;
+        any_settled = any_settled || known.dirs[i].settled;
+    }
+    if (!any_settled) return false;
+    const auto listed = [&](std::string_view dir) { return dir.empty() || dir_at.count(dir) > 0; };
+    for (const auto& d : known.dirs)
+        if (!d.path.empty() && !listed(parent_of(d.path))) return false;
+    for (const auto f : known.files)
+        if (f.empty() || !listed(parent_of(f))) return false;
+    const TraceSpan span("scan_known");  // (only when the known tree is taken)
+    // Each known directory as it is now, and whether its stat still vouches for its entries.
+    const size_t n = known.dirs.size();
+    std::vector<struct stat> now(n);
+    std::vector<char> exists(n, 0), trusted(n, 0);
+    share_out_slices(n, 512, threads, [&](size_t i, unsigned) {
+        const KnownTree::Dir& d = known.dirs[i];
+        struct stat& st = now[i];
+        exists[i] = (d.path.empty() ? ::fstat(root, &st) : ::fstatat(root, std::string(d.path).c_str(), &st, AT_SYMLINK_NOFOLLOW)) == 0;
+        trusted[i] = exists[i] && d.settled && S_ISDIR(st.st_mode) && static_cast<unsigned long long>(st.st_size) == d.size &&
+                     mtime_ns_of(st) == d.mtime_ns && static_cast<unsigned long long>(st.st_ino) == d.ino &&
+                     static_cast<unsigned>(st.st_mode & 07777) == d.mode;
+    });
+    const auto root_at = dir_at.find(std::string_view());
+    const bool root_trusted = root_at != dir_at.end() && trusted[root_at->second];
+    const auto trusted_dir = [&](std::string_view dir) {
+        if (dir.empty()) return root_trusted;
+        const auto it = dir_at.find(dir);
+        return it != dir_at.end() && trusted[it->second];
+    };
+    // A trusted directory's entries are the known ones: the directories from their stats above,
+    // the files statted now (each thread into its own list).
+    for (size_t i = 0; i < n; ++i)
+        if (exists[i] && !known.dirs[i].path.empty() && trusted_dir(parent_of(known.dirs[i].path)))
+            out.push_back(entry_of(std::string(known.dirs[i].path), now[i]));
+    std::vector<std::vector<TreeEntry>> files(std::max(threads, 1u));
+    share_out_slices(known.files.size(), 1024, threads, [&](size_t i, unsigned slot) {
+        const std::string_view f = known.files[i];
+        if (!trusted_dir(parent_of(f))) return;
+        std::string path(f);
+        struct stat st;
+        if (::fstatat(root, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) files[slot].push_back(entry_of(std::move(path), st));
+    });
+    for (auto& f : files) out.insert(out.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
+    // Every other directory is read: its entries as they are, a directory not known in full.
+    const auto read = [&](int fd, const std::string& rel) {
+        std::vector<size_t> subdirs;
+        read_dir(fd, rel, out, true, subdirs);
+        const size_t prefix = rel.empty() ? 0 : rel.size() + 1;
+        for (const size_t k : subdirs) {
+            const std::string path = out[k].path;  // (out grows below)
+            if (dir_at.count(path)) continue;  // (known: read or vouched for on its own)
+            const int sub = open_dir_at(fd, path.c_str() + prefix);
+            if (sub >= 0) scan_into(sub, path, out, true);
+        }
+        ::close(fd);
+    };
+    if (!root_trusted) read(::dup(root), std::string());
+    for (size_t i = 0; i < n; ++i)
+        if (exists[i] && !trusted[i] && !known.dirs[i].path.empty() && S_ISDIR(now[i].st_mode)) {
+            const std::string rel(known.dirs[i].path);
+            const int fd = open_dir_beneath(root, rel);
+            if (fd >= 0) read(fd, rel);
+        }
+    return true;
+}
+
 // rm -rf that never follows a symlink and first makes directories a user locked (chmod 0500,
 // 0000) enterable and writable, so a hand-made change cannot keep an old tree alive.
 bool remove_tree(const std::string& path, std::string& error) {
@@ -285,6 +369,17 @@ public:
         else scan_into(fd, "", out, stat_files);
         if (stat_files)  // (a spare's 30,000 entries sorted took 7 ms of a one-stack rebuild)
             std::sort(out.begin(), out.end(), [](const TreeEntry& a, const TreeEntry& b) { return a.path < b.path; });
+        return out;
+    }
+
+    std::vector<TreeEntry> scan_known(const std::string& dir, const KnownTree& known) override {
+        std::vector<TreeEntry> out;
+        const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) return out;
+        const bool taken = scan_known_into(fd, known, out, stat_threads());
+        ::close(fd);
+        if (!taken) return scan(dir, true);
+        std::sort(out.begin(), out.end(), [](const TreeEntry& a, const TreeEntry& b) { return a.path < b.path; });
         return out;
     }
 
@@ -538,6 +633,8 @@ bool MemoryFs::read(const std::string& path, std::string& out, std::string& erro
     out = it->second.data;
     return true;
 }
+
+std::vector<TreeEntry> FileSystem::scan_known(const std::string& dir, const KnownTree&) { return scan(dir); }
 
 bool FileSystem::write_stat(const std::string& path, const std::string& data, bool executable, std::string& error,
                             TreeEntry& written) {

@@ -36,6 +36,22 @@ struct TreeEntry {
     unsigned long long size = 0, mtime_ns = 0, ino = 0;
 };
 
+// What a scan may take as known instead of reading directories (FileSystem::scan_known): a
+// tree as a publish left it, paths relative to the scanned directory. Each directory ("" is
+// the scanned one) with the stat it had then (TreeEntry's size, mtime, inode and mode) and
+// whether that stat may vouch for its entries (`settled`: it last changed well before the look
+// that saw it, so any later change changes its mtime); every file of the tree.
+struct KnownTree {
+    struct Dir {
+        std::string_view path;
+        unsigned long long size = 0, mtime_ns = 0, ino = 0;
+        unsigned mode = 0;
+        bool settled = false;
+    };
+    std::vector<Dir> dirs;
+    std::vector<std::string_view> files;
+};
+
 class FileSystem {
 public:
     virtual ~FileSystem() = default;
@@ -68,6 +84,11 @@ public:
     // only looks up by path: a regular file's entry may hold only its path, type and inode
     // (size, mtime and mode 0), and the entries may come in any order.
     virtual std::vector<TreeEntry> scan(const std::string& dir, bool stat_files = true) = 0;
+    // scan(dir) of a tree that `known` describes: the same entries, sorted. A settled directory
+    // that still has its known stat holds what it held then (an entry made or removed changes
+    // its mtime): the known files and directories in it are statted by path instead of reading
+    // it; every other directory is read. The default scans.
+    virtual std::vector<TreeEntry> scan_known(const std::string& dir, const KnownTree& known);
     // The type and mode of `path` itself (not following a final symlink); false if absent.
     virtual bool entry(const std::string& path, TreeEntry& out) = 0;
     // Immediate subdirectories of `dir`, sorted.

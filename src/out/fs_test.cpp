@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -218,6 +220,121 @@ TEST_CASE("a scan on several threads lists what one thread lists", "[fs]") {
     }
     if (old) ::setenv("SITEGEN_THREADS", saved.c_str(), 1);
     else ::unsetenv("SITEGEN_THREADS");
+}
+
+namespace {
+
+// A tree's entries as lines (path, type, mode, size, mtime, inode), to compare two scans.
+std::vector<std::string> entry_lines(const std::vector<TreeEntry>& entries) {
+    std::vector<std::string> lines;
+    for (const auto& e : entries)
+        lines.push_back(e.path + " " + std::to_string(static_cast<int>(e.type)) + " " + std::to_string(e.mode) + " " +
+                        std::to_string(e.size) + " " + std::to_string(e.mtime_ns) + " " + std::to_string(e.ino));
+    return lines;
+}
+
+// The tree at `dir` as a publish would record it: its directories (the top one too) settled an
+// hour ago (mtime set back, so that a change now changes it) with their stats, and its files.
+struct RecordedTree {
+    std::vector<TreeEntry> entries;
+    TreeEntry top;
+    KnownTree known;
+    explicit RecordedTree(const std::string& dir) {
+        auto disk = make_disk_fs();
+        const timespec hour_ago[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
+        for (const auto& e : disk->scan(dir))
+            if (e.type == TreeEntry::Type::dir) ::utimensat(AT_FDCWD, (dir + "/" + e.path).c_str(), hour_ago, 0);
+        ::utimensat(AT_FDCWD, dir.c_str(), hour_ago, 0);
+        entries = disk->scan(dir);
+        REQUIRE(disk->entry(dir, top));
+        known.dirs.push_back({"", top.size, top.mtime_ns, top.ino, top.mode, true});
+        for (const auto& e : entries)
+            if (e.type == TreeEntry::Type::dir) known.dirs.push_back({e.path, e.size, e.mtime_ns, e.ino, e.mode, true});
+            else known.files.push_back(e.path);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a known scan lists what a scan lists, whatever changed since the tree was recorded", "[fs]") {
+    TempDir dir("fs-known");
+    const std::string t = dir.file("t");
+    for (const char* f : {"t/modulefiles/p/1.lua", "t/modulefiles/p/2.lua", "t/software/p/1/runscripts/job",
+                          "t/software/p/1/runscripts/get-master", "t/software/p/2/runscripts/job", "t/.manifest"})
+        dir.write(f, "x");
+    auto disk = make_disk_fs();
+    const auto same_as_scan = [&](const RecordedTree& recorded) {
+        CHECK(entry_lines(disk->scan_known(t, recorded.known)) == entry_lines(disk->scan(t)));
+    };
+    SECTION("nothing") {
+        const RecordedTree recorded(t);
+        same_as_scan(recorded);
+        CHECK(disk->scan_known(t, recorded.known).size() == 14);
+    }
+    SECTION("a file added to a directory (its mtime changes: it is read)") {
+        const RecordedTree recorded(t);
+        dir.write("t/software/p/1/runscripts/notes.txt", "mine");
+        same_as_scan(recorded);
+    }
+    SECTION("a file edited in place, one removed, one replaced by a link") {
+        const RecordedTree recorded(t);
+        dir.write("t/modulefiles/p/1.lua", "edited");
+        std::filesystem::remove(dir.file("t/software/p/2/runscripts/job"));
+        std::filesystem::remove(dir.file("t/modulefiles/p/2.lua"));
+        std::filesystem::create_symlink("/etc/passwd", dir.file("t/modulefiles/p/2.lua"));
+        same_as_scan(recorded);
+    }
+    SECTION("a new directory with files, a directory replaced by a link, a mode changed") {
+        const RecordedTree recorded(t);
+        dir.write("t/software/p/1/extra/deeper/file", "mine");
+        std::filesystem::remove_all(dir.file("t/software/p/2/runscripts"));
+        std::filesystem::create_symlink("/etc", dir.file("t/software/p/2/runscripts"));
+        ::chmod(dir.file("t/modulefiles/p").c_str(), 0700);
+        same_as_scan(recorded);
+    }
+    SECTION("the whole tree replaced by a copy (other inodes)") {
+        const RecordedTree recorded(t);
+        std::filesystem::rename(t, dir.file("old"));
+        std::filesystem::copy(dir.file("old"), t, std::filesystem::copy_options::recursive);
+        same_as_scan(recorded);
+    }
+    SECTION("on several threads") {
+        const RecordedTree recorded(t);
+        dir.write("t/software/p/1/runscripts/notes.txt", "mine");
+        const char* old = std::getenv("SITEGEN_THREADS");
+        const std::string saved = old ? old : "";
+        ::setenv("SITEGEN_THREADS", "4", 1);
+        same_as_scan(recorded);
+        if (old) ::setenv("SITEGEN_THREADS", saved.c_str(), 1);
+        else ::unsetenv("SITEGEN_THREADS");
+    }
+}
+
+TEST_CASE("a known scan does not read a settled directory that still has its stat, and reads an unsettled one", "[fs]") {
+    TempDir dir("fs-vouched");
+    const std::string t = dir.file("t");
+    dir.write("t/a/listed", "x");
+    dir.write("t/a/unlisted", "x");
+    dir.write("t/b/listed", "x");
+    dir.write("t/b/unlisted", "x");
+    RecordedTree recorded(t);
+    // The record leaves out a file in each of a and b: a stays settled (its stat vouches for
+    // the recorded entries: the file it does not list is not seen), b does not (it is read).
+    auto& files = recorded.known.files;
+    files.erase(std::remove_if(files.begin(), files.end(), [](std::string_view f) { return f.substr(2) == "unlisted"; }),
+                files.end());
+    for (auto& d : recorded.known.dirs)
+        if (d.path == "b") d.settled = false;
+    std::vector<std::string> paths;
+    for (const auto& e : make_disk_fs()->scan_known(t, recorded.known)) paths.push_back(e.path);
+    CHECK(paths == std::vector<std::string>{"a", "a/listed", "b", "b/listed", "b/unlisted"});
+    // A record that does not describe a tree (a file whose directory it does not list), or
+    // vouches for no directory, is not taken: the tree is scanned.
+    files.push_back("c/file");
+    CHECK(make_disk_fs()->scan_known(t, recorded.known).size() == 6);
+    files.pop_back();
+    for (auto& d : recorded.known.dirs) d.settled = false;
+    CHECK(make_disk_fs()->scan_known(t, recorded.known).size() == 6);
 }
 
 TEST_CASE("directories are made 0755 whatever the umask, and removal gets through locked ones", "[fs]") {

@@ -15,7 +15,7 @@ namespace sitegen {
 namespace {
 
 constexpr const char* kStateHeader =
-    "# sitegen build state v2: not part of the output tree; a rebuild skips stacks whose key and files are unchanged\n";
+    "# sitegen build state v3: not part of the output tree; a rebuild skips stacks whose key and files are unchanged\n";
 
 }  // namespace
 
@@ -53,6 +53,13 @@ ManifestIndex index_manifest(std::string_view text) {
     for_each_manifest_line(text, [&](std::string_view path, std::string_view hash, unsigned mode) {
         out[path] = {hash, mode};
     });
+    return out;
+}
+
+std::vector<std::string_view> manifest_paths(std::string_view text) {
+    std::vector<std::string_view> out;
+    out.reserve(count_newlines(text));
+    for_each_manifest_line(text, [&](std::string_view path, std::string_view, unsigned) { out.push_back(path); });
     return out;
 }
 
@@ -251,6 +258,10 @@ StateText state_text_pieces(const BuildState& state, bool threads) {
                     d.message + d.hint + "\n";
     }
     for (const auto& [root, s] : state.manifests) put_stat(head, "manifest", s, root);
+    for (const auto& [root, at] : state.looked) {
+        if (!one_line(root)) return {};
+        head += "looked " + std::to_string(at) + " " + root + "\n";
+    }
     for (const auto& [root, spare] : state.spares) {
         if (!one_line(root) || (!spare.lines.empty() && spare.lines.back() != '\n')) return {};
         put_stat(w.text(), "spare", spare.top, root);
@@ -350,8 +361,11 @@ bool parse_state(const std::string& text, BuildState& state, bool inputs_only) {
             if (in.rest_of_line() != "") return state = {}, false;
             state.findings.push_back(std::move(d));
         } else if (inputs_only && (kind == "manifest" || kind == "dir" || kind == "file" || kind == "stack" ||
-                                   kind == "spare")) {
+                                   kind == "spare" || kind == "looked")) {
             return true;
+        } else if (kind == "looked") {
+            const unsigned long long at = in.number();
+            state.looked[in.rest_of_line()] = at;
         } else if (kind == "manifest" || kind == "dir" || kind == "file") {
             const FileStat s = in.stat();
             std::string path = in.rest_of_line();

@@ -40,6 +40,8 @@ struct ManifestLine {
 };
 using ManifestIndex = std::unordered_map<std::string_view, ManifestLine>;
 ManifestIndex index_manifest(std::string_view text);
+// Its paths in the text's order (views into `text`).
+std::vector<std::string_view> manifest_paths(std::string_view text);
 
 // What a file looked like when sitegen last published it. Equal stat = not touched since
 // (an edit changes the mtime, an editor's write-and-rename the inode), so its hash in the
@@ -99,6 +101,7 @@ struct BuildState {
     std::vector<Diagnostic> findings;          // what check reported (warnings, notes), to repeat
     std::unordered_map<std::string, FileStat> dirs;  // every directory of the roots, the roots included
     std::map<std::string, FileStat> manifests;     // root -> its manifest's stat
+    std::map<std::string, unsigned long long> looked;  // root -> when the look that saw its `dirs` began (ns)
     std::map<std::string, StackRecord> stacks;     // by module full name (name/version)
     std::map<std::string, SpareListing> spares;    // root -> its spare, when the publish knew it
     std::unordered_map<std::string, FileStat> files;  // every output, relative to the out dir

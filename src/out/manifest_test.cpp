@@ -11,6 +11,9 @@ using namespace sitegen;
 TEST_CASE("the build state reads back as written", "[manifest]") {
     BuildState state;
     state.manifests["modules-out/s"] = {10, 20, 30};
+    state.looked["modules-out/s"] = 1795506803154931015ULL;
+    state.looked["easyconfigs-out/s"] = 7;
+    state.dirs["modules-out/s"] = {100, 1795506803154931000ULL, 599980, 0755};
     state.stacks["PyTorch/2.3.1-x"] = {std::string(64, 'b'), true, {"modules-out/s/modulefiles/PyTorch/2.3.1-x.lua"}};
     state.stacks["PyTorch/2.4"] = {std::string(64, 'c'), false, {"modules-out/s/software/PyTorch/2.4/bin/a b"}};
     state.files["modules-out/s/modulefiles/PyTorch/2.3.1-x.lua"] = {4260, 1795506803154931015ULL, 599988, 0644};
@@ -22,6 +25,9 @@ TEST_CASE("the build state reads back as written", "[manifest]") {
     BuildState back;
     REQUIRE(parse_state(text, back));
     CHECK(back.manifests == state.manifests);
+    CHECK(back.looked == state.looked);
+    CHECK(back.dirs == state.dirs);
+    CHECK(text.find("looked 1795506803154931015 modules-out/s\n") != std::string::npos);
     CHECK(back.files == state.files);
     REQUIRE(back.stacks.size() == 2);
     CHECK(back.stacks["PyTorch/2.4"].files == std::vector<std::string>{"modules-out/s/software/PyTorch/2.4/bin/a b"});

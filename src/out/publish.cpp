@@ -413,6 +413,31 @@ bool spare_from_listing(FileSystem& fs, const std::string& staged, const TreeEnt
 
 }  // namespace
 
+// The live root as the last publish left it, when the options say (its directories, each
+// settled or not by the time of that publish's look) and its manifest is read: its files.
+KnownTree Publisher::known_tree(const Root& r) const {
+    KnownTree known;
+    const auto looked = options_.looked ? options_.looked->find(r.root) : decltype(options_.looked->end()){};
+    if (!options_.looked || looked == options_.looked->end() || !r.manifest_exists) return known;
+    const std::string prefix = r.root + "/";
+    for (const auto* dirs : options_.known_dirs)
+        for (const auto& [path, stat] : *dirs) {
+            std::string_view rel;
+            if (path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0)
+                rel = std::string_view(path).substr(prefix.size());
+            else if (path != r.root)
+                continue;
+            known.dirs.push_back({rel, stat.size, stat.mtime_ns, stat.ino, stat.mode,
+                                  stat.mtime_ns + kListingSettleNs < looked->second});
+        }
+    // (In path order, each directory's entries together: stats in a hash table's order took
+    // half as long again, each path walked through directories no longer in the CPU's caches.)
+    std::sort(known.dirs.begin(), known.dirs.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+    known.files = manifest_paths(r.old_text);
+    known.files.push_back(kManifestName);
+    return known;
+}
+
 // Each root's manifest and live tree, the live files hashed where their stat is not the known
 // one. (Only the members of Root the spares' half leaves alone.)
 void Publisher::look_live(const std::function<void()>& known_ready) {
@@ -422,26 +447,27 @@ void Publisher::look_live(const std::function<void()>& known_ready) {
     // roots, each root's manifest is read beside its scan, and the lookups and the reading of
     // files not known are shared out in slices.
     const unsigned threads = fs_.concurrent_reads() ? stat_threads() : 1;
-    const auto read_roots = [&] {
-        for (Root& r : state_)
-            run_beside(threads > 1, [&] {
-                const TraceSpan manifest("live_manifest");
-                r.manifest_exists = fs_.entry(r.live + "/" + kManifestName, r.manifest_top);
-                r.old_text = read_manifest(fs_, r.live);
-                r.old = index_manifest(r.old_text);
-            }, [&] {
-                r.exists = fs_.entry(r.live, r.top);
-                if (r.exists && r.top.type == TreeEntry::Type::dir) {
-                    const TraceSpan scanning("scan_live");
-                    r.entries = fs_.scan(r.live);
-                }
-            });
+    const auto read_manifests = [&] {
+        for (Root& r : state_) {
+            const TraceSpan manifest("live_manifest");
+            r.manifest_exists = fs_.entry(r.live + "/" + kManifestName, r.manifest_top);
+            r.old_text = read_manifest(fs_, r.live);
+            r.old = index_manifest(r.old_text);
+        }
     };
     if (known_ready && threads > 1) {
-        run_beside(true, known_ready, read_roots);
+        run_beside(true, known_ready, read_manifests);
     } else {
-        read_roots();
+        read_manifests();
         if (known_ready) known_ready();
+    }
+    // (The scans after the manifests and the last states: they tell what a directory holds.)
+    for (Root& r : state_) {
+        r.exists = fs_.entry(r.live, r.top);
+        if (!r.exists || r.top.type != TreeEntry::Type::dir) continue;
+        const TraceSpan scanning("scan_live");
+        const KnownTree known = known_tree(r);
+        r.entries = known.dirs.empty() ? fs_.scan(r.live) : fs_.scan_known(r.live, known);
     }
     for (Root& r : state_) {
         const std::string& root = r.root;
@@ -496,6 +522,7 @@ void Publisher::look_live(const std::function<void()>& known_ready) {
 // Each root's spare (none in a dry run).
 void Publisher::look_spares(bool listings) {
     const TraceSpan span("look_spares");
+    looked_spares_at_ = now_ns();
     for (Root& r : state_) {
         if (options_.dry_run) continue;
         // The spare is reused when it is a directory whose directories are all 0755 (a fresh
@@ -1030,6 +1057,7 @@ void Publisher::known_dir_stats(const std::vector<Root*>& swapped, PublishReport
         const std::vector<TreeEntry>& seen = staged ? r.spare : r.entries;
         const TreeEntry& top = staged ? r.spare_top : r.top;
         if (!(staged ? r.spare_exists : r.exists) || top.type != TreeEntry::Type::dir) continue;
+        report.looked[r.root] = staged ? looked_spares_at_ : looked_live_at_;
         const auto keep = [&](std::string_view dir, const TreeEntry& e) {
             if (staged && r.touched.count(dir)) return;
             if (!dir.empty() && !r.fresh_dirs.count(dir)) return;  // (not a directory of the new tree)

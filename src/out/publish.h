@@ -43,6 +43,14 @@ struct PublishOptions {
     // have the recorded stat (an entry made or removed in a directory changes its mtime).
     // (The look keeps views into the listings: they outlive the publisher.)
     const std::map<std::string, SpareListing>* spares = nullptr;
+    // The directories of the live roots as the last publish left them (path relative to out_dir
+    // -> stat; a map per site) and when its look saw each root's (root -> ns since the epoch,
+    // PublishReport::looked). A directory that had last changed kListingSettleNs or more before
+    // that look and still has the recorded stat holds what the manifest lists in it: the look
+    // stats those entries instead of reading the directory (FileSystem::scan_known). Valid
+    // while `known` is.
+    std::vector<const std::unordered_map<std::string, FileStat>*> known_dirs;
+    const std::map<std::string, unsigned long long>* looked = nullptr;
 };
 
 struct PublishReport {
@@ -57,6 +65,10 @@ struct PublishReport {
     // The stat of the roots' directories (by path relative to out_dir) that the publisher knows
     // without asking the file system again (none changed since its look); the others are not listed.
     std::unordered_map<std::string, FileStat> dir_stats;
+    // When the look that saw each root's directories in `dir_stats` began (root -> ns since the
+    // epoch): the live root's look for a root that stayed, the spare's for one swapped in (none
+    // for a spare made anew: its directories are this publish's).
+    std::map<std::string, unsigned long long> looked;
     // Each swapped-in root's spare (the tree it replaced, as the look found it), for the next
     // look (PublishOptions::spares), when the look could vouch for it: only directories and
     // regular files, directories 0755, none changed within kListingSettleNs of the look.
@@ -150,6 +162,7 @@ private:
     void count_kept(KeptTally& tally);
     static std::string manifest_of_root(const Root& root);
     void known_dir_stats(const std::vector<Root*>& swapped, PublishReport& report) const;
+    KnownTree known_tree(const Root& r) const;
     bool looked_still_holds();
     void hand_edit(Diagnostics& diags, const Root& r, const std::string& rel, const std::string& why) const;
     bool compare_live(Root& r, PublishReport& report, Diagnostics& diags, const TreeEntry*& live_manifest);
@@ -164,6 +177,7 @@ private:
     bool looked_ = false, begun_ = false, failed_ = false, io_error_ = false;
     bool looked_live_ = false, looked_spares_ = false;  // the halves taken since look_start()
     unsigned long long looked_live_at_ = 0;  // when look_live() began (ns since the epoch)
+    unsigned long long looked_spares_at_ = 0;  // when look_spares() began
 };
 
 // Publishes `files` (paths relative to out_dir, each under one of `roots`). Returns false

@@ -207,4 +207,36 @@ after "a spare directory's mode changed" "$two"
 ln -s /etc/passwd "$spare/software/a-link"
 sleep 0.1 && edit_two
 after "a symbolic link in the spare" "$two"
+# The live tree's directories (FileSystem::scan_known): a build records when its look saw each
+# root's directories, and the next one stats the entries of a directory that had settled by
+# then and still has the recorded stat instead of reading it. A hand edit in such a directory
+# changes its mtime (a file added) or the file's stat (an edit in place): still refused.
+check "the state records when the look saw each root" grep -q '^looked [0-9]* modules-out/lumi$' "$(find "$SCRATCH/state-inc" -type f -name lumi)"
+sleep 0.1 && edit_two
+after "one stack, the live directories settled" "$two"
+sleep 0.1 && edit_two
+export SITEGEN_TRACE=$SCRATCH/known.json
+check "vouched: the rebuild succeeds" build "$inc"
+unset SITEGEN_TRACE
+check_contains "vouched: the live tree's settled directories were taken as recorded" '"scan_known"' "$(cat "$SCRATCH/known.json")"
+runscripts=$inc/modules-out/lumi/software/$one/runscripts
+echo mine >"$runscripts/notes.txt"
+sleep 0.1 && edit_two
+rc=0
+build "$inc" >/dev/null 2>"$SCRATCH/vouched-added.err" || rc=$?
+check_eq "vouched: a file added by hand is refused" 3 "$rc"
+check_contains "vouched: says which file" "runscripts/notes.txt" "$(cat "$SCRATCH/vouched-added.err")"
+rm "$runscripts/notes.txt"
+echo '# mine' >>"$runscripts/job.slurm"
+rc=0
+build "$inc" >/dev/null 2>"$SCRATCH/vouched-edited.err" || rc=$?
+check_eq "vouched: a file edited in place is refused" 3 "$rc"
+check_contains "vouched: says it was edited" "file was edited by hand" "$(cat "$SCRATCH/vouched-edited.err")"
+mkdir "$runscripts/extra" && echo mine >"$runscripts/extra/file"
+rc=0
+build "$inc" >/dev/null 2>"$SCRATCH/vouched-dir.err" || rc=$?
+check_eq "vouched: a directory made by hand is refused" 3 "$rc"
+check_contains "vouched: says which directory" "runscripts/extra" "$(cat "$SCRATCH/vouched-dir.err")"
+check "vouched: --force" build "$inc" --force
+after "vouched: --force restores a fresh tree" ""
 finish
