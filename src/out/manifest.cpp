@@ -47,19 +47,12 @@ TreeIndex parse_manifest(const std::string& text) {
     return out;
 }
 
-ManifestIndex index_manifest(std::string_view text) {
-    ManifestIndex out;
+ManifestLines manifest_lines(std::string_view text) {
+    ManifestLines out;
     out.reserve(count_newlines(text));
     for_each_manifest_line(text, [&](std::string_view path, std::string_view hash, unsigned mode) {
-        out[path] = {hash, mode};
+        out.push_back({path, {hash, mode}});
     });
-    return out;
-}
-
-std::vector<std::string_view> manifest_paths(std::string_view text) {
-    std::vector<std::string_view> out;
-    out.reserve(count_newlines(text));
-    for_each_manifest_line(text, [&](std::string_view path, std::string_view, unsigned) { out.push_back(path); });
     return out;
 }
 

@@ -38,10 +38,10 @@ struct ManifestLine {
     std::string_view hash;
     unsigned mode = 0644;
 };
+// In the text's order (sorted, as sitegen writes them), and by path.
+using ManifestLines = std::vector<std::pair<std::string_view, ManifestLine>>;
+ManifestLines manifest_lines(std::string_view text);
 using ManifestIndex = std::unordered_map<std::string_view, ManifestLine>;
-ManifestIndex index_manifest(std::string_view text);
-// Its paths in the text's order (views into `text`).
-std::vector<std::string_view> manifest_paths(std::string_view text);
 
 // What a file looked like when sitegen last published it. Equal stat = not touched since
 // (an edit changes the mtime, an editor's write-and-rename the inode), so its hash in the

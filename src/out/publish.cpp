@@ -197,7 +197,20 @@ bool recover_interrupted_publish(FileSystem& fs, const std::string& out_dir, Dia
 struct Publisher::Root {
     std::string root, live, staged;
     std::string old_text;  // the live manifest ("" when none)
-    ManifestIndex old;     // what the last publish wrote (views into old_text)
+    // What the last publish wrote (views into old_text): its lines in the text's order, and
+    // whether that is path order (as sitegen writes it: the look then finds each live file's
+    // line by walking both in order); by path, made when first asked for (old_index()).
+    ManifestLines old_lines;
+    bool old_sorted = false;
+    std::optional<ManifestIndex> old;
+    const ManifestIndex& old_index() {
+        if (!old) {
+            old.emplace();
+            old->reserve(old_lines.size());
+            for (const auto& [path, line] : old_lines) (*old)[path] = line;
+        }
+        return *old;
+    }
     bool exists = false;   // something is at `live`
     TreeEntry top;         // what
     std::vector<TreeEntry> entries;  // the live tree, scanned once
@@ -433,8 +446,11 @@ KnownTree Publisher::known_tree(const Root& r) const {
     // (In path order, each directory's entries together: stats in a hash table's order took
     // half as long again, each path walked through directories no longer in the CPU's caches.)
     std::sort(known.dirs.begin(), known.dirs.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
-    known.files = manifest_paths(r.old_text);
-    known.files.push_back(kManifestName);
+    known.files.reserve(r.old_lines.size() + 1);
+    for (const auto& [path, line] : r.old_lines) known.files.push_back(path);
+    // (The manifest itself in its place: the files come in path order when its lines do.)
+    const std::string_view manifest = kManifestName;
+    known.files.insert(std::lower_bound(known.files.begin(), known.files.end(), manifest), manifest);
     return known;
 }
 
@@ -452,7 +468,11 @@ void Publisher::look_live(const std::function<void()>& known_ready) {
             const TraceSpan manifest("live_manifest");
             r.manifest_exists = fs_.entry(r.live + "/" + kManifestName, r.manifest_top);
             r.old_text = read_manifest(fs_, r.live);
-            r.old = index_manifest(r.old_text);
+            r.old_lines = manifest_lines(r.old_text);
+            r.old_sorted = std::adjacent_find(r.old_lines.begin(), r.old_lines.end(), [](const auto& a, const auto& b) {
+                               return !(a.first < b.first);
+                           }) == r.old_lines.end();
+            r.old.reset();
         }
     };
     if (known_ready && threads > 1) {
@@ -473,17 +493,29 @@ void Publisher::look_live(const std::function<void()>& known_ready) {
         const std::string& root = r.root;
         const size_t n = r.entries.size();
         // Each file's manifest line, and whether its stat is the one the last build left.
+        // (The entries come in path order: so do the lines of a manifest sitegen wrote.)
         std::vector<const ManifestLine*> was(n, nullptr);
+        const auto is_file = [&](const TreeEntry& e) { return e.type == TreeEntry::Type::file && e.path != kManifestName; };
+        if (r.old_sorted) {
+            size_t j = 0;
+            for (size_t i = 0; i < n && j < r.old_lines.size(); ++i) {
+                if (!is_file(r.entries[i])) continue;
+                const std::string_view path = r.entries[i].path;
+                while (j < r.old_lines.size() && r.old_lines[j].first < path) ++j;
+                if (j < r.old_lines.size() && r.old_lines[j].first == path) was[i] = &r.old_lines[j].second;
+            }
+        } else {
+            const ManifestIndex& old = r.old_index();
+            for (size_t i = 0; i < n; ++i)
+                if (is_file(r.entries[i]))
+                    if (const auto line = old.find(r.entries[i].path); line != old.end()) was[i] = &line->second;
+        }
         std::vector<char> known(n, 0);
         std::vector<std::string> known_paths(threads, join(root, ""));  // (one per thread: no string per file)
         const size_t prefix = known_paths.front().size();
         share_out_slices(n, 2048, threads, [&](size_t i, unsigned slot) {
             const TreeEntry& e = r.entries[i];
-            if (e.type != TreeEntry::Type::file || e.path == kManifestName) return;
-            const auto line = r.old.find(e.path);
-            if (line == r.old.end()) return;
-            was[i] = &line->second;
-            if (!options_.known) return;
+            if (!was[i] || !options_.known) return;
             std::string& known_path = known_paths[slot];
             known_path.resize(prefix);
             known_path += e.path;
@@ -799,7 +831,6 @@ void Publisher::hand_edit(Diagnostics& diags, const Root& r, const std::string& 
 // `r.fresh`'s values, never its paths, hashes or modes.
 bool Publisher::compare_live(Root& r, PublishReport& report, Diagnostics& diags, const TreeEntry*& live_manifest) {
     auto& fresh = r.fresh;
-    const ManifestIndex& old = r.old;
     bool differs = false;
     r.fresh_dirs = parent_dir_views(fresh);
     for (size_t i = 0; i < r.entries.size(); ++i)
@@ -817,7 +848,7 @@ bool Publisher::compare_live(Root& r, PublishReport& report, Diagnostics& diags,
         const TreeEntry& e = r.entries[i];
         if (e.type == TreeEntry::Type::dir) {
             if (!fresh_dirs.count(e.path)) {
-                if (!old_dirs) old_dirs = parent_dir_views(old);
+                if (!old_dirs) old_dirs = parent_dir_views(r.old_index());
                 if (!old_dirs->count(e.path)) hand_edit(diags, r, e.path, "directory was not created by sitegen");
                 differs = true;
             } else if (e.mode != kDirMode) {
@@ -833,7 +864,7 @@ bool Publisher::compare_live(Root& r, PublishReport& report, Diagnostics& diags,
         if (want != fresh.end()) want->second.occupied = true;
         const bool own = e.path == kManifestName;
         if (e.type != TreeEntry::Type::file) {
-            if (own || old.count(e.path))
+            if (own || r.old_index().count(e.path))
                 hand_edit(diags, r, e.path, std::string("file was replaced by ") + e.what + " since sitegen wrote it");
             else
                 hand_edit(diags, r, e.path, std::string("file is ") + e.what + " that was not written by sitegen");
