@@ -644,18 +644,20 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const B
         steps.render = [&](size_t i, OutputList& part) { emit_stack(l.site, l.site.stacks[i], p.options, part); };
         steps.deliver = [&](size_t i, RenderedStack* rendered) {
             if (!rendered) return;  // (kept: handed over and recorded by hand_over_kept)
+            // Nothing reaches the tree that the Lmod recorder rejects (load and unload mode);
+            // kept outputs passed it when they were rendered. It needs the modulefiles alone:
+            // given them (copies) before the wait for the kept stacks' handover, the last one's
+            // check runs in its child meanwhile.
+            for (const OutputFile& f : rendered->files)
+                if (is_self_checked(f.path)) self_check.add(f);
+            if (i == last_rendered && i + 1 < l.site.stacks.size()) self_check.flush();
             handed.wait(false, std::memory_order_acquire);
             BuildState::StackRecord& record = next.stacks[l.site.stacks[i].module_full_name()];
             record = {p.keys[i], true, {}};
             for (size_t j = 0; j < rendered->files.size(); ++j) {
-                OutputFile& f = rendered->files[j];
-                record.files.push_back(f.path);
-                publisher.add(f, std::move(rendered->hashes[j]), diags);
-                // Nothing reaches the tree that the Lmod recorder rejects (load and unload
-                // mode); kept outputs passed it when they were rendered.
-                if (is_self_checked(f.path)) self_check.add(std::move(f));
+                record.files.push_back(rendered->files[j].path);
+                publisher.add(rendered->files[j], std::move(rendered->hashes[j]), diags);
             }
-            if (i == last_rendered && i + 1 < l.site.stacks.size()) self_check.flush();
         };
         // (Without a second thread: the kept stacks first, then the others, one after the other.)
         run_beside(threads > 1, [&] {
