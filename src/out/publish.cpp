@@ -460,8 +460,8 @@ void Publisher::look_live(const std::function<void()>& known_ready) {
     const TraceSpan span("look_live");
     const unsigned long long looked_at = now_ns();
     // On four CPUs or more (stat_threads()), `known_ready` runs beside the reading of the
-    // roots, each root's manifest is read beside its scan, and the lookups and the reading of
-    // files not known are shared out in slices.
+    // manifests, the scans share out their stats, and the lookups and the reading of files not
+    // known are shared out in slices.
     const unsigned threads = fs_.concurrent_reads() ? stat_threads() : 1;
     const auto read_manifests = [&] {
         for (Root& r : state_) {
