@@ -211,6 +211,29 @@ bool scan_known_into(int root, const KnownTree& known, std::vector<TreeEntry>& o
                      mtime_ns_of(st) == d.mtime_ns && static_cast<unsigned long long>(st.st_ino) == d.ino &&
                      static_cast<unsigned>(st.st_mode & 07777) == d.mode;
     });
+    // A directory is a directory of the tree only through directories: one reached through a
+    // link put in place of a parent (its stat taken through it) is neither vouched for nor read.
+    std::vector<signed char> real(n, -1);  // (-1: not known yet)
+    const auto is_real = [&](size_t i) {
+        std::vector<size_t> chain;  // (from `i` up to the first whose answer is known)
+        for (size_t at = i;;) {
+            if (real[at] >= 0) break;
+            chain.push_back(at);
+            const std::string_view path = known.dirs[at].path;
+            if (path.empty() || !exists[at] || !S_ISDIR(now[at].st_mode)) break;
+            const std::string_view parent = parent_of(path);
+            if (parent.empty()) break;
+            at = dir_at.at(parent);
+        }
+        for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+            const size_t at = *it;
+            const std::string_view path = known.dirs[at].path, parent = path.empty() ? path : parent_of(path);
+            real[at] = exists[at] && S_ISDIR(now[at].st_mode) && (parent.empty() || real[dir_at.at(parent)] == 1);
+        }
+        return real[i] == 1;
+    };
+    for (size_t i = 0; i < n; ++i)
+        if (!is_real(i)) trusted[i] = 0;
     const auto root_at = dir_at.find(std::string_view());
     const bool root_trusted = root_at != dir_at.end() && trusted[root_at->second];
     const auto trusted_dir = [&](std::string_view dir) {
@@ -260,7 +283,7 @@ bool scan_known_into(int root, const KnownTree& known, std::vector<TreeEntry>& o
     };
     if (!root_trusted) read(::dup(root), std::string());
     for (size_t i = 0; i < n; ++i)
-        if (exists[i] && !trusted[i] && !known.dirs[i].path.empty() && S_ISDIR(now[i].st_mode)) {
+        if (real[i] == 1 && !trusted[i] && !known.dirs[i].path.empty()) {
             const std::string rel(known.dirs[i].path);
             const int fd = open_dir_beneath(root, rel);
             if (fd >= 0) read(fd, rel);

@@ -292,6 +292,12 @@ TEST_CASE("a known scan lists what a scan lists, whatever changed since the tree
         ::chmod(dir.file("t/modulefiles/p").c_str(), 0700);
         same_as_scan(recorded);
     }
+    SECTION("a directory moved away and a link to it put in its place (its subdirectories keep their stats)") {
+        const RecordedTree recorded(t);
+        std::filesystem::rename(dir.file("t/software/p/1"), dir.file("t/moved"));
+        std::filesystem::create_symlink("../../moved", dir.file("t/software/p/1"));
+        same_as_scan(recorded);
+    }
     SECTION("the whole tree replaced by a copy (other inodes)") {
         const RecordedTree recorded(t);
         std::filesystem::rename(t, dir.file("old"));

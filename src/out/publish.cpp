@@ -431,7 +431,8 @@ bool spare_from_listing(FileSystem& fs, const std::string& staged, const TreeEnt
 KnownTree Publisher::known_tree(const Root& r) const {
     KnownTree known;
     const auto looked = options_.looked ? options_.looked->find(r.root) : decltype(options_.looked->end()){};
-    if (!options_.looked || looked == options_.looked->end() || !r.manifest_exists) return known;
+    // (A manifest out of order or with a path twice was not written by sitegen: its tree is read.)
+    if (!options_.looked || looked == options_.looked->end() || !r.manifest_exists || !r.old_sorted) return known;
     const std::string prefix = r.root + "/";
     for (const auto* dirs : options_.known_dirs)
         for (const auto& [path, stat] : *dirs) {
