@@ -646,18 +646,26 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const B
             if (!rendered) return;  // (kept: handed over and recorded by hand_over_kept)
             // Nothing reaches the tree that the Lmod recorder rejects (load and unload mode);
             // kept outputs passed it when they were rendered. It needs the modulefiles alone:
-            // given them (copies) before the wait for the kept stacks' handover, the last one's
-            // check runs in its child meanwhile.
-            for (const OutputFile& f : rendered->files)
-                if (is_self_checked(f.path)) self_check.add(f);
-            if (i == last_rendered && i + 1 < l.site.stacks.size()) self_check.flush();
+            // while the kept stacks are still being handed over, it is given copies before the
+            // wait, so that the last stack's check runs in its child meanwhile; else the files
+            // themselves once staged.
+            const bool early = !handed.load(std::memory_order_acquire);
+            const bool last = i == last_rendered && i + 1 < l.site.stacks.size();
+            if (early) {
+                for (const OutputFile& f : rendered->files)
+                    if (is_self_checked(f.path)) self_check.add(f);
+                if (last) self_check.flush();
+            }
             handed.wait(false, std::memory_order_acquire);
             BuildState::StackRecord& record = next.stacks[l.site.stacks[i].module_full_name()];
             record = {p.keys[i], true, {}};
             for (size_t j = 0; j < rendered->files.size(); ++j) {
-                record.files.push_back(rendered->files[j].path);
-                publisher.add(rendered->files[j], std::move(rendered->hashes[j]), diags);
+                OutputFile& f = rendered->files[j];
+                record.files.push_back(f.path);
+                publisher.add(f, std::move(rendered->hashes[j]), diags);
+                if (!early && is_self_checked(f.path)) self_check.add(std::move(f));
             }
+            if (!early && last) self_check.flush();
         };
         // (Without a second thread: the kept stacks first, then the others, one after the other.)
         run_beside(threads > 1, [&] {
