@@ -19,6 +19,25 @@
 
 namespace sitegen::test {
 
+// Sets an environment variable (SITEGEN_THREADS, ...) until scope exit, then puts back what was
+// there, or its absence.
+struct ScopedEnv {
+    std::string name;
+    bool had = false;
+    std::string before;
+    ScopedEnv(std::string var, const std::string& value) : name(std::move(var)) {
+        if (const char* old = std::getenv(name.c_str())) had = true, before = old;
+        set(value);
+    }
+    void set(const std::string& value) const { ::setenv(name.c_str(), value.c_str(), 1); }
+    ~ScopedEnv() {
+        if (had) ::setenv(name.c_str(), before.c_str(), 1);
+        else ::unsetenv(name.c_str());
+    }
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+};
+
 // A fresh directory under the temp dir, removed with everything in it at scope exit.
 struct TempDir {
     std::filesystem::path path;

@@ -172,7 +172,7 @@ std::string_view parent_of(std::string_view path) {
     return slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
 }
 
-// scan_known on the disk, into `out` (in path order): false, with nothing added, when `known` does
+// scan_known on the disk, into `out` (empty; in path order): false, with nothing added, when `known` does
 // not describe a tree (a path twice, or one whose parent it does not list) or vouches for no
 // directory; then the caller scans. The known directories and the known files of trusted ones
 // are statted in slices on up to `threads` threads, by their path from `root` (a directory
@@ -214,26 +214,15 @@ bool scan_known_into(int root, const KnownTree& known, std::vector<TreeEntry>& o
     // A directory is a directory of the tree only through directories: one reached through a
     // link put in place of a parent (its stat taken through it) is neither vouched for nor read.
     std::vector<signed char> real(n, -1);  // (-1: not known yet)
-    const auto is_real = [&](size_t i) {
-        std::vector<size_t> chain;  // (from `i` up to the first whose answer is known)
-        for (size_t at = i;;) {
-            if (real[at] >= 0) break;
-            chain.push_back(at);
-            const std::string_view path = known.dirs[at].path;
-            if (path.empty() || !exists[at] || !S_ISDIR(now[at].st_mode)) break;
-            const std::string_view parent = parent_of(path);
-            if (parent.empty()) break;
-            at = dir_at.at(parent);
-        }
-        for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-            const size_t at = *it;
-            const std::string_view path = known.dirs[at].path, parent = path.empty() ? path : parent_of(path);
-            real[at] = exists[at] && S_ISDIR(now[at].st_mode) && (parent.empty() || real[dir_at.at(parent)] == 1);
+    const auto is_real = [&](auto& self, size_t i) -> bool {
+        if (real[i] < 0) {
+            const std::string_view path = known.dirs[i].path, parent = path.empty() ? path : parent_of(path);
+            real[i] = exists[i] && S_ISDIR(now[i].st_mode) && (parent.empty() || self(self, dir_at.at(parent)));
         }
         return real[i] == 1;
     };
     for (size_t i = 0; i < n; ++i)
-        if (!is_real(i)) trusted[i] = 0;
+        if (!is_real(is_real, i)) trusted[i] = 0;
     const auto root_at = dir_at.find(std::string_view());
     const bool root_trusted = root_at != dir_at.end() && trusted[root_at->second];
     const auto trusted_dir = [&](std::string_view dir) {
@@ -244,10 +233,10 @@ bool scan_known_into(int root, const KnownTree& known, std::vector<TreeEntry>& o
     // A trusted directory's entries are the known ones: the directories from their stats above,
     // the files statted now, in slices (each slice's into its own list, so that they stay in the
     // known files' order; a slice's files share few directories: the last one's answer is kept).
-    std::vector<TreeEntry> dirs;
     for (size_t i = 0; i < n; ++i)
         if (exists[i] && !known.dirs[i].path.empty() && trusted_dir(parent_of(known.dirs[i].path)))
-            dirs.push_back(entry_of(std::string(known.dirs[i].path), now[i]));
+            out.push_back(entry_of(std::string(known.dirs[i].path), now[i]));
+    const size_t files_at = out.size();
     constexpr size_t kSlice = 1024;
     std::vector<std::vector<TreeEntry>> slices((known.files.size() + kSlice - 1) / kSlice);
     share_out(slices.size(), threads, [&](size_t s, unsigned) {
@@ -262,22 +251,18 @@ bool scan_known_into(int root, const KnownTree& known, std::vector<TreeEntry>& o
             if (::fstatat(root, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) slices[s].push_back(entry_of(std::move(path), st));
         }
     });
-    std::vector<TreeEntry> files;
-    size_t count = 0;
-    for (const auto& slice : slices) count += slice.size();
-    files.reserve(count);
-    for (auto& slice : slices) files.insert(files.end(), std::make_move_iterator(slice.begin()), std::make_move_iterator(slice.end()));
+    for (auto& slice : slices) out.insert(out.end(), std::make_move_iterator(slice.begin()), std::make_move_iterator(slice.end()));
+    const size_t read_at = out.size();
     // Every other directory is read: its entries as they are, a directory not known in full.
-    std::vector<TreeEntry> read_entries;
     const auto read = [&](int fd, const std::string& rel) {
         std::vector<size_t> subdirs;
-        read_dir(fd, rel, read_entries, true, subdirs);
+        read_dir(fd, rel, out, true, subdirs);
         const size_t prefix = rel.empty() ? 0 : rel.size() + 1;
         for (const size_t k : subdirs) {
-            const std::string path = read_entries[k].path;  // (the list grows below)
+            const std::string path = out[k].path;  // (out grows below)
             if (dir_at.count(path)) continue;  // (known: read or vouched for on its own)
             const int sub = open_dir_at(fd, path.c_str() + prefix);
-            if (sub >= 0) scan_into(sub, path, read_entries, true);
+            if (sub >= 0) scan_into(sub, path, out, true);
         }
         ::close(fd);
     };
@@ -288,19 +273,16 @@ bool scan_known_into(int root, const KnownTree& known, std::vector<TreeEntry>& o
             const int fd = open_dir_beneath(root, rel);
             if (fd >= 0) read(fd, rel);
         }
-    // In path order: three runs merged (the known ones come sorted when the record is, as a
-    // manifest's lines are: sorting 30,000 entries again cost a rebuild ~4 ms).
+    // In path order: the three runs (directories, files, what was read) merged, each sorted
+    // first where it is not (the known ones come sorted when the record is, as a manifest's lines
+    // are: sorting 30,000 entries again cost a rebuild ~4 ms).
     const auto by_path = [](const TreeEntry& a, const TreeEntry& b) { return a.path < b.path; };
-    for (auto* run : {&dirs, &files, &read_entries})
-        if (!std::is_sorted(run->begin(), run->end(), by_path)) std::sort(run->begin(), run->end(), by_path);
-    std::vector<TreeEntry> known_entries;
-    known_entries.reserve(dirs.size() + files.size());
-    std::merge(std::make_move_iterator(dirs.begin()), std::make_move_iterator(dirs.end()), std::make_move_iterator(files.begin()),
-               std::make_move_iterator(files.end()), std::back_inserter(known_entries), by_path);
-    out.reserve(out.size() + known_entries.size() + read_entries.size());
-    std::merge(std::make_move_iterator(known_entries.begin()), std::make_move_iterator(known_entries.end()),
-               std::make_move_iterator(read_entries.begin()), std::make_move_iterator(read_entries.end()), std::back_inserter(out),
-               by_path);
+    const auto first = out.begin(), files = first + static_cast<std::ptrdiff_t>(files_at),
+               reads = first + static_cast<std::ptrdiff_t>(read_at);
+    for (const auto& [from, to] : {std::pair{first, files}, std::pair{files, reads}, std::pair{reads, out.end()}})
+        if (!std::is_sorted(from, to, by_path)) std::sort(from, to, by_path);
+    std::inplace_merge(first, files, reads, by_path);
+    std::inplace_merge(first, reads, out.end(), by_path);
     return true;
 }
 

@@ -18,6 +18,7 @@
 #include "test_support.h"
 
 using namespace sitegen;
+using sitegen::test::ScopedEnv;
 using sitegen::test::TempDir;
 
 namespace {
@@ -186,6 +187,19 @@ TEST_CASE("a scan lists the tree in the order of its full paths, a directory's c
     CHECK(names == sorted);
 }
 
+namespace {
+
+// A tree's entries as lines (path, type, mode, size, mtime, inode), to compare two scans.
+std::vector<std::string> entry_lines(const std::vector<TreeEntry>& entries) {
+    std::vector<std::string> lines;
+    for (const auto& e : entries)
+        lines.push_back(e.path + " " + std::to_string(static_cast<int>(e.type)) + " " + std::to_string(e.mode) + " " +
+                        std::to_string(e.size) + " " + std::to_string(e.mtime_ns) + " " + std::to_string(e.ino));
+    return lines;
+}
+
+}  // namespace
+
 TEST_CASE("a scan on several threads lists what one thread lists", "[fs]") {
     TempDir dir("fs-threads");
     // An output tree's shape: narrow at the top, a directory per version, and a deep chain.
@@ -199,15 +213,10 @@ TEST_CASE("a scan on several threads lists what one thread lists", "[fs]") {
     dir.write("t/top", "top");
     std::filesystem::create_symlink("top", dir.file("t/software/link"));
     REQUIRE(::mkfifo(dir.file("t/a/b/fifo").c_str(), 0644) == 0);
-    const char* old = std::getenv("SITEGEN_THREADS");
-    const std::string saved = old ? old : "";
+    const ScopedEnv threads_env("SITEGEN_THREADS", "1");
     const auto scan_on = [&](const char* threads, bool stat_files) {
-        ::setenv("SITEGEN_THREADS", threads, 1);
-        auto entries = make_disk_fs()->scan(dir.file("t"), stat_files);
-        std::vector<std::string> lines;
-        for (const auto& e : entries)
-            lines.push_back(e.path + " " + std::to_string(static_cast<int>(e.type)) + " " + std::to_string(e.mode) + " " +
-                            std::to_string(e.size) + " " + std::to_string(e.mtime_ns) + " " + std::to_string(e.ino));
+        threads_env.set(threads);
+        std::vector<std::string> lines = entry_lines(make_disk_fs()->scan(dir.file("t"), stat_files));
         if (!stat_files) std::sort(lines.begin(), lines.end());
         return lines;
     };
@@ -218,20 +227,10 @@ TEST_CASE("a scan on several threads lists what one thread lists", "[fs]") {
         CHECK(scan_on(threads, true) == one);
         CHECK(scan_on(threads, false) == names);
     }
-    if (old) ::setenv("SITEGEN_THREADS", saved.c_str(), 1);
-    else ::unsetenv("SITEGEN_THREADS");
 }
+
 
 namespace {
-
-// A tree's entries as lines (path, type, mode, size, mtime, inode), to compare two scans.
-std::vector<std::string> entry_lines(const std::vector<TreeEntry>& entries) {
-    std::vector<std::string> lines;
-    for (const auto& e : entries)
-        lines.push_back(e.path + " " + std::to_string(static_cast<int>(e.type)) + " " + std::to_string(e.mode) + " " +
-                        std::to_string(e.size) + " " + std::to_string(e.mtime_ns) + " " + std::to_string(e.ino));
-    return lines;
-}
 
 // The tree at `dir` as a publish would record it: its directories (the top one too) settled an
 // hour ago (mtime set back, so that a change now changes it) with their stats, and its files.
@@ -307,12 +306,8 @@ TEST_CASE("a known scan lists what a scan lists, whatever changed since the tree
     SECTION("on several threads") {
         const RecordedTree recorded(t);
         dir.write("t/software/p/1/runscripts/notes.txt", "mine");
-        const char* old = std::getenv("SITEGEN_THREADS");
-        const std::string saved = old ? old : "";
-        ::setenv("SITEGEN_THREADS", "4", 1);
+        const ScopedEnv threads("SITEGEN_THREADS", "4");
         same_as_scan(recorded);
-        if (old) ::setenv("SITEGEN_THREADS", saved.c_str(), 1);
-        else ::unsetenv("SITEGEN_THREADS");
     }
 }
 

@@ -389,12 +389,16 @@ unsigned long long now_ns() {
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
+// Whether an entry whose mtime is `mtime_ns` had last changed long enough before `at` that any
+// change after `at` gives it another mtime (kListingSettleNs: more than a clock tick).
+bool settled_before(unsigned long long mtime_ns, unsigned long long at) { return mtime_ns + kListingSettleNs < at; }
+
 // `entries` (a scanned tree) as a SpareListing's lines; false when the tree holds anything
 // but directories (0755) and regular files, or a directory (or `top`) changed within
 // kListingSettleNs before `looked_at`.
 bool listing_of(const TreeEntry& top, const std::vector<TreeEntry>& entries, unsigned long long looked_at,
                 std::string& out) {
-    const auto settled = [&](const TreeEntry& e) { return e.mtime_ns + kListingSettleNs < looked_at; };
+    const auto settled = [&](const TreeEntry& e) { return settled_before(e.mtime_ns, looked_at); };
     if (top.type != TreeEntry::Type::dir || top.mode != kDirMode || !settled(top)) return false;
     size_t bytes = 0;
     for (const TreeEntry& e : entries) bytes += e.path.size() + 90;
@@ -442,7 +446,7 @@ KnownTree Publisher::known_tree(const Root& r) const {
             else if (path != r.root)
                 continue;
             known.dirs.push_back({rel, stat.size, stat.mtime_ns, stat.ino, stat.mode,
-                                  stat.mtime_ns + kListingSettleNs < looked->second});
+                                  settled_before(stat.mtime_ns, looked->second)});
         }
     // (In path order, each directory's entries together: stats in a hash table's order took
     // half as long again, each path walked through directories no longer in the CPU's caches.)
@@ -1070,7 +1074,7 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
         TreeEntry top;
         // (A spare directory the swap changed just now could change again within that tick.)
         if (!r->listing_ok || !fs_.entry(r->staged, top) || top.type != TreeEntry::Type::dir ||
-            top.mtime_ns + kListingSettleNs >= swapped_at)
+            !settled_before(top.mtime_ns, swapped_at))
             continue;
         SpareListing& spare = report.spares[r->root];
         spare.top = stat_of(top);
