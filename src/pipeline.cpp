@@ -372,7 +372,7 @@ bool up_to_date(FileSystem& fs, const Request& request, const std::string& state
         if (!fs.read(state_path(state_dir, name), text, error, kMaxOutputFileBytes)) return false;
         // Its inputs first: when they changed, the rest is read by the build (on the look's thread).
         BuildState inputs;
-        if (!parse_state(text, inputs, true) || inputs.inputs.empty() ||
+        if (!parse_state(text, inputs, StateParts::inputs) || inputs.inputs.empty() ||
             inputs.inputs != inputs_digest(request, inputs.rule_dirs, answer_again(fs, inputs.queries))) {
             texts[name] = std::move(text);
             return false;
@@ -431,8 +431,10 @@ std::string state_dir_of(const std::string& out_dir) {
 // The last build's state of a site (`read`: as up_to_date read it, if it did; `text_read`: its
 // text, if up_to_date read that only), if it still describes the live roots (each root's
 // manifest has the stat the state recorded, so it is the one that build wrote); empty otherwise.
+// (`parts`: all, or up to its head when read here: then parse_state_stacks reads the rest.)
 BuildState usable_state(FileSystem& fs, const std::string& out_dir, const std::string& state_dir,
-                        const std::string& site_name, BuildState* read, std::string* text_read) {
+                        const std::string& site_name, BuildState* read, std::string* text_read,
+                        StateParts parts) {
     const TraceSpan span("last_state");
     BuildState state;
     if (read) {
@@ -442,7 +444,7 @@ BuildState usable_state(FileSystem& fs, const std::string& out_dir, const std::s
         if (text_read) text = std::move(*text_read);
         else if (state_dir.empty() || !fs.read(state_path(state_dir, site_name), text, error, kMaxOutputFileBytes))
             return {};
-        if (!parse_state(std::move(text), state)) return {};
+        if (!parse_state(std::move(text), state, parts)) return {};
     }
     for (const std::string& root : {modules_root(site_name), easyconfigs_root(site_name)}) {
         TreeEntry e;
@@ -878,19 +880,29 @@ Result run_build(FileSystem& fs, const Request& request) {
     // half waits for it when another thread prepares.)
     std::atomic<bool> spares_ready{false};
     Publisher& publisher = working->publisher.emplace(fs, roots, popts);
-    const auto prepare_publish = [&] {
+    // (With `heads`: set once every state's head is read, before their stacks are: what the
+    // scans of the live roots wait for. The rest of each state is read meanwhile.)
+    const auto prepare_publish = [&](std::atomic<bool>* heads) {
         for (size_t s = 0; s < resolved.sites.size(); ++s) {
             const std::string& name = resolved.sites[s];
             const auto read = states_read.find(name);
             const auto text = texts_read.find(name);
             last[s] = usable_state(fs, request.out_dir, state_dir, name, read == states_read.end() ? nullptr : &read->second,
-                                   text == texts_read.end() ? nullptr : &text->second);
+                                   text == texts_read.end() ? nullptr : &text->second,
+                                   heads ? StateParts::head : StateParts::all);
+            working->looked.merge(last[s].looked);
+        }
+        if (heads) heads->store(true, std::memory_order_release), heads->notify_all();
+        for (size_t s = 0; s < resolved.sites.size(); ++s) {
+            {
+                const TraceSpan span("last_stacks");
+                parse_state_stacks(last[s]);  // (none when they are not a state's: nothing kept)
+            }
             // (Paths are unique across sites: each has its own roots.)
             if (known.empty()) known = std::move(last[s].files);
             else known.insert(last[s].files.begin(), last[s].files.end());
             last[s].files.clear();
             spares.merge(last[s].spares);
-            working->looked.merge(last[s].looked);
         }
         spares_ready.store(true, std::memory_order_release);
     };
@@ -905,14 +917,17 @@ Result run_build(FileSystem& fs, const Request& request) {
     // one has loaded, checked and keyed the sites), else on this one once the sites are keyed
     // (the rules then run in a child process, the look of the live roots goes on: this thread
     // would only wait for them). Below four CPUs this thread also reads the last states first
-    // while the look's thread reads the live manifests (it then waits for them: its scans take
-    // the directories they vouch for): each thread's share is then about the same (reading them
-    // on the look's thread as well gave 231.8 against 233.7 ms at 2,000 stacks on two cores).
+    // while the look's thread reads the live manifests (it then waits for their heads: its scans
+    // take the directories they vouch for; the stacks' lines, most of a state, are read while it
+    // scans): each thread's share is then about the same (reading the states on the look's
+    // thread as well gave 231.8 against 233.7 ms at 2,000 stacks on two cores).
     const bool states_on_main = overlap && stat_threads() == 1;
+    std::atomic<bool> heads_ready{false};
     const auto load_check_and_key = [&] {
         if (states_on_main) {
-            const SetOnExit ready{spares_ready};  // (even when preparing throws: the look's thread waits for it)
-            prepare_publish();
+            // (Even when preparing throws: the look's thread waits for them.)
+            const SetOnExit ready{spares_ready}, heads{heads_ready};
+            prepare_publish(&heads_ready);
         }
         load_and_check(fs, resolved, sites, diags, overlap, state_dir);
         // The build keys need the sites alone: made while the look may still be going on.
@@ -929,9 +944,11 @@ Result run_build(FileSystem& fs, const Request& request) {
     };
     const auto prepare_and_look = [&] {
         if (!overlap) return;  // (the plain order: prepared below, looked at by begin())
-        if (states_on_main) publisher.look_live([&] { spares_ready.wait(false, std::memory_order_acquire); });
+        if (states_on_main)
+            publisher.look_live([&] { heads_ready.wait(false, std::memory_order_acquire); },
+                                [&] { spares_ready.wait(false, std::memory_order_acquire); });
         else {
-            publisher.look_live(prepare_publish);  // (beside the scan on four CPUs or more)
+            publisher.look_live([&] { prepare_publish(nullptr); });  // (beside the scan on four CPUs or more)
             publisher.look_spares();  // (the states are read: their listings may be taken)
         }
     };
@@ -949,7 +966,7 @@ Result run_build(FileSystem& fs, const Request& request) {
         join_checks(sites, diags);
         return refuse_site_errors();
     }
-    if (!overlap) prepare_publish();
+    if (!overlap) prepare_publish(nullptr);
 
     auto& next = working->next;  // what each site's state will record
     next.resize(sites.size());

@@ -322,15 +322,24 @@ StateText state_text_pieces(const BuildState& state, bool threads) {
     return result;
 }
 
-bool parse_state(const std::string& text, BuildState& state, bool inputs_only) {
-    state = {};
-    const size_t header = std::char_traits<char>::length(kStateHeader);
-    if (text.compare(0, header, kStateHeader) != 0) return false;
-    StateReader in{std::string_view(text).substr(header)};
-    if (!inputs_only) state.files.reserve(count_newlines(text));  // (an upper bound: no rehash)
+namespace {
+
+// The lines of a state from `from` (an offset into `text`) that belong to `parts` (see
+// StateParts): true at the end of the text, or with `stop` at the first line of the next part
+// (`stop` = its offset); false when a line is not one a state has there.
+bool read_state_lines(const std::string& text, size_t from, BuildState& state, StateParts parts, size_t& stop) {
+    StateReader in{std::string_view(text).substr(from)};
     BuildState::StackRecord* current = nullptr;
     while (in.ok && !in.text.empty()) {
+        const std::string_view line = in.text;
         const std::string_view kind = in.word();
+        const bool head_kind = kind == "manifest" || kind == "dir" || kind == "spare" || kind == "looked";
+        if ((parts == StateParts::inputs && (head_kind || kind == "file" || kind == "stack")) ||
+            (parts == StateParts::head && kind == "stack")) {
+            stop = static_cast<size_t>(line.data() - text.data());
+            return true;
+        }
+        if (parts == StateParts::stacks && kind != "stack" && kind != "file") return false;
         if (kind == "inputs") {
             state.inputs = in.rest_of_line();
         } else if (kind == "ruledir") {
@@ -338,7 +347,7 @@ bool parse_state(const std::string& text, BuildState& state, bool inputs_only) {
         } else if (kind == "query") {
             const std::string_view op = in.word();
             static constexpr std::string_view kOps = "redtlf";
-            if (op.size() != 1 || kOps.find(op[0]) == std::string_view::npos) return state = {}, false;
+            if (op.size() != 1 || kOps.find(op[0]) == std::string_view::npos) return false;
             state.queries.push_back({static_cast<InputQuery::Op>(op[0]), in.rest_of_line()});
         } else if (kind == "finding") {
             Diagnostic d;
@@ -346,16 +355,13 @@ bool parse_state(const std::string& text, BuildState& state, bool inputs_only) {
             d.where.line = static_cast<int>(in.number());
             d.where.column = static_cast<int>(in.number());
             const size_t file = in.number(), message = in.number(), hint = in.number();
-            if (severity > 2) return state = {}, false;
+            if (severity > 2) return false;
             d.severity = static_cast<Severity>(severity);
             d.where.file = in.bytes(file);
             d.message = in.bytes(message);
             d.hint = in.bytes(hint);
-            if (in.rest_of_line() != "") return state = {}, false;
+            if (in.rest_of_line() != "") return false;
             state.findings.push_back(std::move(d));
-        } else if (inputs_only && (kind == "manifest" || kind == "dir" || kind == "file" || kind == "stack" ||
-                                   kind == "spare" || kind == "looked")) {
-            return true;
         } else if (kind == "looked") {
             const unsigned long long at = in.number();
             state.looked[in.rest_of_line()] = at;
@@ -369,7 +375,7 @@ bool parse_state(const std::string& text, BuildState& state, bool inputs_only) {
                 state.files[std::move(path)] = s;
                 current->lines_size = static_cast<size_t>(in.text.data() - text.data()) - current->lines_at;
             } else {
-                return state = {}, false;
+                return false;
             }
         } else if (kind == "spare") {
             // Its listing: the lines after it that start with "d " or "f ".
@@ -379,7 +385,7 @@ bool parse_state(const std::string& text, BuildState& state, bool inputs_only) {
             size_t end = 0;
             while (end + 1 < in.text.size() && (in.text[end] == 'd' || in.text[end] == 'f') && in.text[end + 1] == ' ') {
                 const size_t eol = in.text.find('\n', end);
-                if (eol == std::string_view::npos) return state = {}, false;
+                if (eol == std::string_view::npos) return false;
                 end = eol + 1;
             }
             spare.lines = std::string(in.text.substr(0, end));
@@ -394,17 +400,46 @@ bool parse_state(const std::string& text, BuildState& state, bool inputs_only) {
             current->lines_at = static_cast<size_t>(in.text.data() - text.data());
             current->lines_size = 0;
         } else {
-            return state = {}, false;
+            return false;
         }
     }
-    if (!in.ok) state = {};
+    stop = text.size();
     return in.ok;
 }
 
-bool parse_state(std::string&& text, BuildState& state) {
-    if (!parse_state(text, state)) return false;
+}  // namespace
+
+bool parse_state(const std::string& text, BuildState& state, StateParts parts) {
+    state = {};
+    const size_t header = std::char_traits<char>::length(kStateHeader);
+    if (parts == StateParts::stacks || text.compare(0, header, kStateHeader) != 0) return false;
+    if (parts != StateParts::inputs) state.files.reserve(count_newlines(text));  // (an upper bound: no rehash)
+    size_t stop = 0;
+    if (!read_state_lines(text, header, state, parts == StateParts::all ? StateParts::head : parts, stop))
+        return state = {}, false;
+    if (parts == StateParts::all && !read_state_lines(text, stop, state, StateParts::stacks, stop))
+        return state = {}, false;
+    state.stacks_at = parts == StateParts::head ? stop : std::string::npos;
+    return true;
+}
+
+bool parse_state(std::string&& text, BuildState& state, StateParts parts) {
+    if (!parse_state(text, state, parts)) return false;
     state.text = std::move(text);  // (the spans are offsets into it)
     return true;
+}
+
+bool parse_state_stacks(BuildState& state) {
+    if (state.stacks_at == std::string::npos) return true;  // (read already)
+    size_t stop = 0;
+    const bool ok = state.stacks_at <= state.text.size() &&
+                    read_state_lines(state.text, state.stacks_at, state, StateParts::stacks, stop);
+    state.stacks_at = std::string::npos;
+    if (!ok) {
+        state.stacks.clear();
+        state.files.clear();
+    }
+    return ok;
 }
 
 std::string_view BuildState::kept_record(const std::string& id, const std::string& key, size_t files) const {

@@ -106,6 +106,7 @@ struct BuildState {
     std::map<std::string, SpareListing> spares;    // root -> its spare, when the publish knew it
     std::unordered_map<std::string, FileStat> files;  // every output, relative to the out dir
     std::string text;  // the text it was read from, when parse_state was given it to keep
+    size_t stacks_at = std::string::npos;  // where its stacks' lines begin, while unread (parse_state_stacks)
     // The file lines of stack `id` as read (a view into `text`), when they are `files` lines;
     // empty otherwise (not read with its text, no such stack, or a state edited by hand).
     std::string_view file_lines(const std::string& id, size_t files) const;
@@ -130,12 +131,20 @@ struct StateText {
 std::string state_text(const BuildState& state, bool threads = false);
 // The same text, in pieces (empty: "").
 StateText state_text_pieces(const BuildState& state, bool threads = false);
-// False (and `state` empty) when the text is not a state this sitegen wrote. With
-// `inputs_only`, reads only what precedes the tree's stats (inputs, rule dirs, queries,
-// findings): enough to tell whether a build is up to date before reading 100,000 lines.
-bool parse_state(const std::string& text, BuildState& state, bool inputs_only = false);
+// A state's parts, in the order written: its inputs (inputs, rule dirs, queries, findings:
+// enough to tell whether a build is up to date before reading 100,000 lines), its head (the
+// roots' manifests, looks, spares and directories: what a look at the live tree needs), its
+// stacks (each with its files' lines: most of the text).
+enum class StateParts { inputs, head, stacks, all };
+// False (and `state` empty) when the text is not a state this sitegen wrote. `parts`: inputs
+// (those alone), head (the inputs and the head) or all.
+bool parse_state(const std::string& text, BuildState& state, StateParts parts = StateParts::all);
 // The same, keeping `text` in the state (for the stacks' line spans).
-bool parse_state(std::string&& text, BuildState& state);
+bool parse_state(std::string&& text, BuildState& state, StateParts parts = StateParts::all);
+// The stacks of a state read with its text up to its head, read into `stacks` and `files`
+// alone (another thread may read the rest meanwhile); false, with those two empty, when they
+// are not a state's stacks. (True, reading nothing, for a state read whole.)
+bool parse_state_stacks(BuildState& state);
 // `dir` is the out dir's state directory: $SITEGEN_STATE_DIR, else $XDG_CACHE_HOME/sitegen,
 // else ~/.cache/sitegen, then a digest of the out dir's absolute path.
 std::string state_path(const std::string& dir, const std::string& site_name);

@@ -38,6 +38,55 @@ TEST_CASE("the build state reads back as written", "[manifest]") {
     CHECK_FALSE(parse_state(text + "garbage line\n", back));
 }
 
+TEST_CASE("a build state read up to its head, then its stacks, is the state read whole", "[manifest]") {
+    BuildState state;
+    state.manifests["modules-out/s"] = {10, 20, 30};
+    state.looked["modules-out/s"] = 5;
+    state.dirs["modules-out/s"] = {100, 200, 300, 0755};
+    state.spares["modules-out/s"] = {{4, 5, 6, 0755}, "f 8 a.lua\n"};
+    state.stacks["A/1"] = {std::string(64, 'a'), true, {"modules-out/s/a/1.lua", "modules-out/s/a/1/run"}};
+    state.stacks["B/2"] = {std::string(64, 'b'), false, {"modules-out/s/b/2.lua"}};
+    state.files["modules-out/s/a/1.lua"] = {1, 2, 3, 0644};
+    state.files["modules-out/s/a/1/run"] = {4, 5, 6, 0755};
+    state.files["modules-out/s/b/2.lua"] = {7, 8, 9, 0644};
+    const std::string text = state_text(state);
+    BuildState whole, staged;
+    REQUIRE(parse_state(std::string(text), whole));
+    REQUIRE(parse_state(std::string(text), staged, StateParts::head));
+    // The head: all a look needs, and no stack yet.
+    CHECK(staged.manifests == state.manifests);
+    CHECK(staged.looked == state.looked);
+    CHECK(staged.dirs == state.dirs);
+    CHECK(staged.spares.at("modules-out/s").lines == "f 8 a.lua\n");
+    CHECK(staged.stacks.empty());
+    CHECK(staged.files.empty());
+    // Then the stacks: as read whole, line spans included; once.
+    REQUIRE(parse_state_stacks(staged));
+    CHECK(staged.files == whole.files);
+    REQUIRE(staged.stacks.size() == 2);
+    for (const auto& [id, record] : whole.stacks) {
+        const auto& other = staged.stacks.at(id);
+        CHECK((other.key == record.key && other.rebuilt == record.rebuilt && other.files == record.files));
+        CHECK((other.lines_at == record.lines_at && other.lines_size == record.lines_size));
+    }
+    CHECK(staged.file_lines("A/1", 2) == whole.file_lines("A/1", 2));
+    CHECK(parse_state_stacks(staged));
+    CHECK(staged.stacks.size() == 2);
+    CHECK(parse_state_stacks(whole));  // (read whole: nothing left)
+    CHECK(whole.stacks.size() == 2);
+    // A head line among the stacks is not a state's: the stacks are dropped, the head (another
+    // thread may be reading it) stays.
+    BuildState odd;
+    REQUIRE(parse_state(text + "dir 1 2 3 493 modules-out/s/x\n", odd, StateParts::head));
+    CHECK_FALSE(parse_state_stacks(odd));
+    CHECK(odd.stacks.empty());
+    CHECK(odd.files.empty());
+    CHECK(odd.dirs == state.dirs);
+    CHECK_FALSE(parse_state(text + "dir 1 2 3 493 modules-out/s/x\n", odd));
+    // Only a state's parts are read.
+    CHECK_FALSE(parse_state(std::string(text), odd, StateParts::stacks));
+}
+
 TEST_CASE("a spare's listing reads back as written, in the state too", "[manifest]") {
     TreeEntry dir{"modulefiles", TreeEntry::Type::dir, 0755, "", 60, 1795506803154931015ULL, 7};
     TreeEntry file{"modulefiles/a b.lua", TreeEntry::Type::file, 0, "", 0, 0, 8};
@@ -176,7 +225,7 @@ TEST_CASE("the build state keeps the inputs and findings an up-to-date build rep
     state.stacks["PyTorch/2.4"] = {std::string(64, 'c'), false, {"modules-out/s/a"}};
     state.files["modules-out/s/a"] = {1, 2, 3};
     BuildState inputs;
-    REQUIRE(parse_state(state_text(state), inputs, true));
+    REQUIRE(parse_state(state_text(state), inputs, StateParts::inputs));
     CHECK(inputs.inputs == state.inputs);
     CHECK(inputs.rule_dirs == state.rule_dirs);
     CHECK(inputs.queries.size() == 2);
@@ -185,7 +234,7 @@ TEST_CASE("the build state keeps the inputs and findings an up-to-date build rep
     CHECK(inputs.dirs.empty());
     CHECK(inputs.stacks.empty());
     CHECK(inputs.files.empty());
-    CHECK_FALSE(parse_state("# something else\n", inputs, true));
+    CHECK_FALSE(parse_state("# something else\n", inputs, StateParts::inputs));
     // A path with a newline cannot be a line of the state: it is not written at all.
     state.dirs["modules-out/s/a\nb"] = {};
     CHECK(state_text(state).empty());

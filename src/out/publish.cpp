@@ -461,10 +461,10 @@ KnownTree Publisher::known_tree(const Root& r) const {
 
 // Each root's manifest and live tree, the live files hashed where their stat is not the known
 // one. (Only the members of Root the spares' half leaves alone.)
-void Publisher::look_live(const std::function<void()>& known_ready) {
+void Publisher::look_live(const std::function<void()>& dirs_ready, const std::function<void()>& known_ready) {
     const TraceSpan span("look_live");
     const unsigned long long looked_at = now_ns();
-    // On four CPUs or more (stat_threads()), `known_ready` runs beside the reading of the
+    // On four CPUs or more (stat_threads()), `dirs_ready` runs beside the reading of the
     // manifests, the scans share out their stats, and the lookups and the reading of files not
     // known are shared out in slices.
     const unsigned threads = fs_.concurrent_reads() ? stat_threads() : 1;
@@ -480,11 +480,11 @@ void Publisher::look_live(const std::function<void()>& known_ready) {
             r.old.reset();
         }
     };
-    if (known_ready && threads > 1) {
-        run_beside(true, known_ready, read_manifests);
+    if (dirs_ready && threads > 1) {
+        run_beside(true, dirs_ready, read_manifests);
     } else {
         read_manifests();
-        if (known_ready) known_ready();
+        if (dirs_ready) dirs_ready();
     }
     // (The scans after the manifests and the last states: they tell what a directory holds.)
     for (Root& r : state_) {
@@ -494,6 +494,7 @@ void Publisher::look_live(const std::function<void()>& known_ready) {
         const KnownTree known = known_tree(r);
         r.entries = known.dirs.empty() ? fs_.scan(r.live) : fs_.scan_known(r.live, known);
     }
+    if (known_ready) known_ready();
     for (Root& r : state_) {
         const std::string& root = r.root;
         const size_t n = r.entries.size();

@@ -107,10 +107,12 @@ public:
     // spare), between look_start() and look_end(): the same look. When one half was not taken
     // (a build that stopped early), look_end() leaves no look for begin() to use.
     void look_start();
-    // (`known_ready`, when given, runs on four CPUs or more beside the reading of the live
-    // roots, else after it; either way before options.known is read: it may fill that, or
-    // wait until another thread has.)
-    void look_live(const std::function<void()>& known_ready = {});
+    // (`dirs_ready`, when given, runs on four CPUs or more beside the reading of the live
+    // manifests, else after it; either way before options.known_dirs and options.looked are
+    // read, and before options.known when `known_ready` is not given (else that runs before
+    // options.known is read, after the scans). Each may fill what it stands for, or wait until
+    // another thread has.)
+    void look_live(const std::function<void()>& dirs_ready = {}, const std::function<void()>& known_ready = {});
     // (`listings`: whether options.spares may be read now; without, each spare is read.)
     void look_spares(bool listings = true);
     void look_end();
