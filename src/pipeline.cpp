@@ -923,31 +923,43 @@ Result run_build(FileSystem& fs, const Request& request) {
     // thread as well gave 231.8 against 233.7 ms at 2,000 stacks on two cores).
     const bool states_on_main = overlap && stat_threads() == 1;
     std::atomic<bool> heads_ready{false};
+    // Below four CPUs the look's thread then finds the kept stacks (the sites keyed, the live
+    // roots looked at), while this one looks at the spares.
+    std::atomic<bool> keyed{false};
+    bool kept_beside = false;  // (set before `keyed`, when that thread finds them)
     const auto load_check_and_key = [&] {
-        if (states_on_main) {
-            // (Even when preparing throws: the look's thread waits for them.)
-            const SetOnExit ready{spares_ready}, heads{heads_ready};
-            prepare_publish(&heads_ready);
-        }
-        load_and_check(fs, resolved, sites, diags, overlap, state_dir);
-        // The build keys need the sites alone: made while the look may still be going on.
-        if (diags.has_errors()) return;
-        prepared.resize(sites.size());
-        for (size_t s = 0; s < sites.size(); ++s) {
-            const Loaded& l = sites[s];
-            PreparedSite& p = prepared[s];
-            p.options.prefix = request.prefix ? *request.prefix : l.site.site.install_prefix;
-            p.options.hooks = l.hooks;
-            p.keys = stack_keys(fs, l, p.options);
+        {
+            const SetOnExit keys_done{keyed};  // (even when the sites fail or preparing throws)
+            if (states_on_main) {
+                // (Even when preparing throws: the look's thread waits for them.)
+                const SetOnExit ready{spares_ready}, heads{heads_ready};
+                prepare_publish(&heads_ready);
+            }
+            load_and_check(fs, resolved, sites, diags, overlap, state_dir);
+            // The build keys need the sites alone: made while the look may still be going on.
+            if (diags.has_errors()) return;
+            prepared.resize(sites.size());
+            for (size_t s = 0; s < sites.size(); ++s) {
+                const Loaded& l = sites[s];
+                PreparedSite& p = prepared[s];
+                p.options.prefix = request.prefix ? *request.prefix : l.site.site.install_prefix;
+                p.options.hooks = l.hooks;
+                p.keys = stack_keys(fs, l, p.options);
+            }
+            kept_beside = states_on_main;
         }
         if (states_on_main) publisher.look_spares(spares_ready.load(std::memory_order_acquire));
     };
     const auto prepare_and_look = [&] {
         if (!overlap) return;  // (the plain order: prepared below, looked at by begin())
-        if (states_on_main)
+        if (states_on_main) {
             publisher.look_live([&] { heads_ready.wait(false, std::memory_order_acquire); },
                                 [&] { spares_ready.wait(false, std::memory_order_acquire); });
-        else {
+            keyed.wait(false, std::memory_order_acquire);
+            if (kept_beside)
+                for (size_t s = 0; s < sites.size(); ++s)
+                    prepared[s].kept = kept_stacks(publisher, last[s], sites[s].site, prepared[s].keys);
+        } else {
             publisher.look_live([&] { prepare_publish(nullptr); });  // (beside the scan on four CPUs or more)
             publisher.look_spares();  // (the states are read: their listings may be taken)
         }
@@ -970,11 +982,12 @@ Result run_build(FileSystem& fs, const Request& request) {
 
     auto& next = working->next;  // what each site's state will record
     next.resize(sites.size());
-    // The stacks kept as they are, and beside that where the spares hold the live files
-    // (for staging the kept ones; with no look yet, begin() looks and notes that).
-    run_beside(overlap, [&] { publisher.match_spares(); }, [&] {
-        for (size_t s = 0; s < sites.size(); ++s)
-            prepared[s].kept = kept_stacks(publisher, last[s], sites[s].site, prepared[s].keys);
+    // The stacks kept as they are (unless found already), and beside that where the spares hold
+    // the live files (for staging the kept ones; with no look yet, begin() looks and notes that).
+    run_beside(overlap && !kept_beside, [&] { publisher.match_spares(); }, [&] {
+        if (!kept_beside)
+            for (size_t s = 0; s < sites.size(); ++s)
+                prepared[s].kept = kept_stacks(publisher, last[s], sites[s].site, prepared[s].keys);
     });
     const unsigned looks = publisher.looks();
     // The rules ran meanwhile: nothing is written (begin locks and prepares the spare) for a
