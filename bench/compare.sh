@@ -29,12 +29,15 @@ edit() {
   if grep -q '^torch = "2\.5"$' "$toml"; then sed -i 's/^torch = "2\.5"$/torch = "2.5.0"/' "$toml"
   else sed -i 's/^torch = "2\.5\.0"$/torch = "2.5"/' "$toml"; fi
 }
-# build I: binary I's rebuild of its own copy; with TIMES, appends "wall user sys" to its times.
+# build I: binary I's rebuild of its own copy; with TIMES, appends "wall user sys" to its times
+# (the wall from the shell's clock, to the microsecond: time's %e has centiseconds).
 build() {
-  local w=$work/$1
-  SITEGEN_STATE_DIR=$w/state /usr/bin/time -f '%e %U %S' -o "$w/last" \
+  local w=$work/$1 t=$EPOCHREALTIME
+  SITEGEN_STATE_DIR=$w/state /usr/bin/time -f '%U %S' -o "$w/last" \
     "${binaries[$1]}" --sites-dir "$w/sites" --out-dir "$w/out" build bench >/dev/null
-  if [[ ${2-} == times ]]; then cat "$w/last" >>"$w/times"; fi
+  local wall
+  wall=$(awk -v a="$t" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.4f", b - a }')
+  if [[ ${2-} == times ]]; then echo "$wall $(cat "$w/last")" >>"$w/times"; fi
 }
 
 for i in "${!binaries[@]}"; do
@@ -54,5 +57,5 @@ echo "|---|---:|---:|---:|---:|---:|"
 for i in "${!binaries[@]}"; do
   sort -n "$work/$i/times" | awk -v name="${binaries[$i]}" '
     { wall[NR] = $1; user += $2; sys += $3 }
-    END { printf "| %s | %d | %.2f | %.2f | %.3f | %.3f |\n", name, NR, wall[1], wall[int((NR + 1) / 2)], user / NR, sys / NR }'
+    END { printf "| %s | %d | %.3f | %.3f | %.3f | %.3f |\n", name, NR, wall[1], wall[int((NR + 1) / 2)], user / NR, sys / NR }'
 done

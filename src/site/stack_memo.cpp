@@ -38,6 +38,13 @@ std::string_view stack_memo_python_of(std::string_view entry) {
     return in.ok ? python : std::string_view();
 }
 
+std::string_view stack_memo_stack_text(std::string_view entry) {
+    PrefixedReader in{entry};
+    in.prefixed();  // (the python digest)
+    const std::string_view text = in.prefixed();
+    return in.ok ? text : std::string_view();
+}
+
 // An entry: the python digest, the stack's text, then its regions, each as its path below
 // stacks.<index>, its line counted from the piece's first (-1: none) and its column.
 std::string stack_memo_entry(const Site& site, size_t index, int line, const std::string& path,

@@ -50,6 +50,9 @@ std::string stack_memo_key(const std::string& identity, const std::string& path,
 std::string stack_memo_python(const Python& python);
 // The python digest an entry was made with ("" when the entry is broken).
 std::string_view stack_memo_python_of(std::string_view entry);
+// The text of the stack an entry holds: stack_text() of the stack stack_from_memo() reads back
+// ("" when the entry is broken). A build key takes it instead of making that text again.
+std::string_view stack_memo_stack_text(std::string_view entry);
 // One entry read back: the stack, and its regions as paths below its own (stacks.<index>),
 // in `path`, lines counted from `line`. False when the entry is broken.
 struct MemoStack {

@@ -76,6 +76,12 @@ Outcome load(const std::string& text, const std::string* memo_text, const std::s
     out.findings += std::to_string(diags.error_count()) + " " + std::to_string(diags.warning_count());
     out.taken = memo.taken;
     if (memo_text) out.memo = stack_memo_text(memo, site);
+    // Each stack read back holds its text in its entry (a build key takes it from there).
+    for (const StackMemo::Piece& p : memo.pieces)
+        if (!p.entry.text.empty()) {
+            REQUIRE(p.stack < site.stacks.size());
+            CHECK(stack_memo_stack_text(p.entry.text) == stack_text(site.stacks[p.stack]));
+        }
     return out;
 }
 
