@@ -256,9 +256,10 @@ StateText state_text_pieces(const BuildState& state, bool threads) {
         head += "looked " + std::to_string(at) + " " + root + "\n";
     }
     for (const auto& [root, spare] : state.spares) {
-        if (!one_line(root) || (!spare.lines.empty() && spare.lines.back() != '\n')) return {};
+        const std::string_view lines = spare.text();
+        if (!one_line(root) || (!lines.empty() && lines.back() != '\n')) return {};
         put_stat(w.text(), "spare", spare.top, root);
-        w.view(spare.lines);
+        w.view(lines);
     }
     std::vector<const std::pair<const std::string, FileStat>*> dirs;  // in path order: the same state, the same text
     dirs.reserve(state.dirs.size());
@@ -326,8 +327,9 @@ namespace {
 
 // The lines of a state from `from` (an offset into `text`) that belong to `parts` (see
 // StateParts): true at the end of the text, or with `stop` at the first line of the next part
-// (`stop` = its offset); false when a line is not one a state has there.
-bool read_state_lines(const std::string& text, size_t from, BuildState& state, StateParts parts, size_t& stop) {
+// (`stop` = its offset); false when a line is not one a state has there. (`kept`: the state
+// keeps `text`, so its spares' listings may be views into it.)
+bool read_state_lines(const std::string& text, size_t from, BuildState& state, StateParts parts, bool kept, size_t& stop) {
     StateReader in{std::string_view(text).substr(from)};
     BuildState::StackRecord* current = nullptr;
     while (in.ok && !in.text.empty()) {
@@ -388,7 +390,8 @@ bool read_state_lines(const std::string& text, size_t from, BuildState& state, S
                 if (eol == std::string_view::npos) return false;
                 end = eol + 1;
             }
-            spare.lines = std::string(in.text.substr(0, end));
+            if (kept) spare.read = in.text.substr(0, end);  // (a view: the state keeps its text)
+            else spare.lines = std::string(in.text.substr(0, end));
             in.text.remove_prefix(end);
             state.spares[root] = std::move(spare);
         } else if (kind == "stack") {
@@ -409,22 +412,30 @@ bool read_state_lines(const std::string& text, size_t from, BuildState& state, S
 
 }  // namespace
 
-bool parse_state(const std::string& text, BuildState& state, StateParts parts) {
+namespace {
+
+bool parse_state_text(const std::string& text, BuildState& state, StateParts parts, bool kept) {
     state = {};
     const size_t header = std::char_traits<char>::length(kStateHeader);
     if (parts == StateParts::stacks || text.compare(0, header, kStateHeader) != 0) return false;
     if (parts != StateParts::inputs) state.files.reserve(count_newlines(text));  // (an upper bound: no rehash)
     size_t stop = 0;
-    if (!read_state_lines(text, header, state, parts == StateParts::all ? StateParts::head : parts, stop))
+    if (!read_state_lines(text, header, state, parts == StateParts::all ? StateParts::head : parts, kept, stop))
         return state = {}, false;
-    if (parts == StateParts::all && !read_state_lines(text, stop, state, StateParts::stacks, stop))
+    if (parts == StateParts::all && !read_state_lines(text, stop, state, StateParts::stacks, kept, stop))
         return state = {}, false;
     state.stacks_at = parts == StateParts::head ? stop : std::string::npos;
     return true;
 }
 
+}  // namespace
+
+bool parse_state(const std::string& text, BuildState& state, StateParts parts) {
+    return parse_state_text(text, state, parts, false);
+}
+
 bool parse_state(std::string&& text, BuildState& state, StateParts parts) {
-    if (!parse_state(text, state, parts)) return false;
+    if (!parse_state_text(text, state, parts, true)) return false;
     state.text = std::move(text);  // (the spans are offsets into it)
     return true;
 }
@@ -433,7 +444,7 @@ bool parse_state_stacks(BuildState& state) {
     if (state.stacks_at == std::string::npos) return true;  // (read already)
     size_t stop = 0;
     const bool ok = state.stacks_at <= state.text.size() &&
-                    read_state_lines(state.text, state.stacks_at, state, StateParts::stacks, stop);
+                    read_state_lines(state.text, state.stacks_at, state, StateParts::stacks, true, stop);
     state.stacks_at = std::string::npos;
     if (!ok) {
         state.stacks.clear();

@@ -61,6 +61,10 @@ inline FileStat stat_of(const TreeEntry& e) { return {e.size, e.mtime_ns, e.ino,
 struct SpareListing {
     FileStat top;
     std::string lines;
+    // Read from a state kept with its text: the lines are a view into that text (`lines` is
+    // empty); it must outlive the listing.
+    std::string_view read;
+    std::string_view text() const { return read.empty() ? std::string_view(lines) : read; }
 };
 
 // A scanned tree's entry as a SpareListing line, appended to `out`; false (nothing appended)

@@ -57,7 +57,14 @@ TEST_CASE("a build state read up to its head, then its stacks, is the state read
     CHECK(staged.manifests == state.manifests);
     CHECK(staged.looked == state.looked);
     CHECK(staged.dirs == state.dirs);
-    CHECK(staged.spares.at("modules-out/s").lines == "f 8 a.lua\n");
+    CHECK(staged.spares.at("modules-out/s").text() == "f 8 a.lua\n");
+    // A listing read with the text kept is a view into it; else a copy (the text may go).
+    CHECK(staged.spares.at("modules-out/s").text().data() > staged.text.data());
+    CHECK(staged.spares.at("modules-out/s").lines.empty());
+    BuildState copied;
+    REQUIRE(parse_state(text, copied));
+    CHECK(copied.spares.at("modules-out/s").read.empty());
+    CHECK(copied.spares.at("modules-out/s").lines == "f 8 a.lua\n");
     CHECK(staged.stacks.empty());
     CHECK(staged.files.empty());
     // Then the stacks: as read whole, line spans included; once.
@@ -121,7 +128,7 @@ TEST_CASE("a spare's listing reads back as written, in the state too", "[manifes
     REQUIRE(parse_state(state_text(state), read));
     REQUIRE(read.spares.count("modules-out/s"));
     CHECK(read.spares["modules-out/s"].top == state.spares["modules-out/s"].top);
-    CHECK(read.spares["modules-out/s"].lines == lines);
+    CHECK(read.spares["modules-out/s"].text() == lines);
     CHECK(read.manifests == state.manifests);
 }
 

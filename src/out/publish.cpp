@@ -415,7 +415,7 @@ bool listing_of(const TreeEntry& top, const std::vector<TreeEntry>& entries, uns
 // threads, the file system allowing); false otherwise.
 bool spare_from_listing(FileSystem& fs, const std::string& staged, const TreeEntry& top, const SpareListing& listing,
                         std::vector<TreeEntry>& out, std::vector<ListedFile>& files) {
-    if (top.type != TreeEntry::Type::dir || !(stat_of(top) == listing.top) || !parse_listing(listing.lines, out, files))
+    if (top.type != TreeEntry::Type::dir || !(stat_of(top) == listing.top) || !parse_listing(listing.text(), out, files))
         return false;
     std::atomic<bool> same{true};
     share_out_slices(out.size(), 512, fs.concurrent_reads() ? stat_threads() : 1, [&](size_t i, unsigned) {

@@ -166,6 +166,7 @@ template <typename T>
 void read_array(TomlReader& r, const Field<T>& row, const T& parent, std::vector<Stack>& stacks) {
     const toml::array* items = r.array(row.key);
     if (!items) return;
+    stacks.reserve(stacks.size() + items->size());  // (no regrowth moving thousands of stacks)
     for (const auto& item : *items) read_stack(r, row, parent, item, stacks);
 }
 
@@ -490,6 +491,7 @@ void Loader::read_pieces(TomlReader& top, const Field<Site>& row, const std::str
                     "remove the build state directory's *.stacks files and build again");
         return;
     }
+    site.stacks.reserve(site.stacks.size() + pieces.size());  // (no regrowth moving thousands of stacks)
     for (MemoPiece& p : pieces) {
         const size_t index = site.stacks.size();
         const size_t findings = diags.error_count() + diags.warning_count() + diags.note_count();
