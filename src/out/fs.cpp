@@ -415,7 +415,8 @@ public:
         if (fd < 0) return out;
         const bool taken = scan_known_into(fd, known, out, stat_threads());
         ::close(fd);
-        return taken ? out : scan(dir, true);
+        if (!taken) return scan(dir, true);
+        return out;  // (moved: `taken ? out : scan()` copied its 30,000 entries)
     }
 
     bool entry(const std::string& path, TreeEntry& out) override {
