@@ -1044,10 +1044,14 @@ Result run_build(FileSystem& fs, const Request& request) {
         result.exit_code = kExitIo;  // refused (hand edits) or failed writing
         return result;
     }
+    // Each site's memos are written beside its state (other files: the file system allowing).
     if (records)
         for (size_t s = 0; s < sites.size(); ++s) {
-            record_state(fs, request, state_dir, sites[s], last[s], next[s], report, result);
-            record_memo(fs, state_dir, sites[s], memo_texts[s], result);
+            Result memo_result;
+            run_beside(render_threads() > 1 && fs.concurrent_reads(),
+                       [&] { record_memo(fs, state_dir, sites[s], memo_texts[s], memo_result); },
+                       [&] { record_state(fs, request, state_dir, sites[s], last[s], next[s], report, result); });
+            result.err += memo_result.err;
         }
     if (request.dry_run) {
         for (const auto& p : report.added) result.out += "add     " + p + "\n";

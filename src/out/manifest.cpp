@@ -398,6 +398,7 @@ bool read_state_lines(const std::string& text, size_t from, BuildState& state, S
             const std::string key(in.word());
             const std::string_view how = in.word();
             current = &state.stacks[in.rest_of_line()];
+            current->files.reserve(16);  // (a stack has about a dozen files: no regrowth for each)
             current->key = key;
             current->rebuilt = how == "rebuilt";
             current->lines_at = static_cast<size_t>(in.text.data() - text.data());
