@@ -933,6 +933,10 @@ Result run_build(FileSystem& fs, const Request& request) {
     // roots looked at), while this one looks at the spares.
     std::atomic<bool> keyed{false};
     bool kept_beside = false;  // (set before `keyed`, when that thread finds them)
+    const auto find_kept = [&] {
+        for (size_t s = 0; s < sites.size(); ++s)
+            prepared[s].kept = kept_stacks(publisher, last[s], sites[s].site, prepared[s].keys);
+    };
     const auto load_check_and_key = [&] {
         {
             const SetOnExit keys_done{keyed};  // (even when the sites fail or preparing throws)
@@ -962,9 +966,7 @@ Result run_build(FileSystem& fs, const Request& request) {
             publisher.look_live([&] { heads_ready.wait(false, std::memory_order_acquire); },
                                 [&] { spares_ready.wait(false, std::memory_order_acquire); });
             keyed.wait(false, std::memory_order_acquire);
-            if (kept_beside)
-                for (size_t s = 0; s < sites.size(); ++s)
-                    prepared[s].kept = kept_stacks(publisher, last[s], sites[s].site, prepared[s].keys);
+            if (kept_beside) find_kept();
         } else {
             publisher.look_live([&] { prepare_publish(nullptr); });  // (beside the scan on four CPUs or more)
             publisher.look_spares();  // (the states are read: their listings may be taken)
@@ -990,11 +992,8 @@ Result run_build(FileSystem& fs, const Request& request) {
     next.resize(sites.size());
     // The stacks kept as they are (unless found already), and beside that where the spares hold
     // the live files (for staging the kept ones; with no look yet, begin() looks and notes that).
-    run_beside(overlap && !kept_beside, [&] { publisher.match_spares(); }, [&] {
-        if (!kept_beside)
-            for (size_t s = 0; s < sites.size(); ++s)
-                prepared[s].kept = kept_stacks(publisher, last[s], sites[s].site, prepared[s].keys);
-    });
+    if (kept_beside) publisher.match_spares();
+    else run_beside(overlap, [&] { publisher.match_spares(); }, find_kept);
     const unsigned looks = publisher.looks();
     // The rules ran meanwhile: nothing is written (begin locks and prepares the spare) for a
     // site they refuse.
@@ -1011,9 +1010,7 @@ Result run_build(FileSystem& fs, const Request& request) {
         return result;
     }
     // A look taken again (the tree changed since the first) may keep fewer stacks.
-    if (publisher.looks() != looks)
-        for (size_t s = 0; s < sites.size(); ++s)
-            prepared[s].kept = kept_stacks(publisher, last[s], sites[s].site, prepared[s].keys);
+    if (publisher.looks() != looks) find_kept();
     // Each stack's files are handed to the publisher as they are rendered (it stages them in
     // the spare trees and keeps their hashes), so the build holds one stack's output at a time,
     // plus the modulefiles for the self-check.

@@ -411,10 +411,7 @@ bool read_state_lines(const std::string& text, size_t from, BuildState& state, S
     return in.ok;
 }
 
-}  // namespace
-
-namespace {
-
+// A state's text into `state`: its inputs, its head, or all (both parts) of it.
 bool parse_state_text(const std::string& text, BuildState& state, StateParts parts, bool kept) {
     state = {};
     const size_t header = std::char_traits<char>::length(kStateHeader);
