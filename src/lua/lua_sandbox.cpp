@@ -120,7 +120,8 @@ struct LuaSandbox::State {
     size_t used = 0;
     bool memory_refused = false;
     uint64_t executed = 0;
-    std::chrono::steady_clock::time_point deadline;
+    std::chrono::steady_clock::time_point started, deadline;
+    int64_t cpu_at_start = 0;  // this thread's CPU time when the call began (ns)
     const char* kill_reason = nullptr;  // set when a limit is hit; errors stay uncatchable
     char sample_source[512] = {0};      // where the hook last saw the script
     int sample_line = 0;
@@ -144,7 +145,9 @@ struct LuaSandbox::State {
 
     void arm() {
         executed = 0;
-        deadline = std::chrono::steady_clock::now() + limits.wall;
+        started = std::chrono::steady_clock::now();
+        deadline = started + limits.wall;
+        cpu_at_start = thread_cpu_ns();
         kill_reason = nullptr;
         memory_refused = false;
         sample_source[0] = 0;
@@ -154,6 +157,19 @@ struct LuaSandbox::State {
         have_error = false;
         compile_failed = false;
         error = LuaResult{};
+    }
+
+    // Past the deadline: whether the call may run on, by its CPU time (call_time_left_ns: a
+    // busy machine's waits do not count); if so the deadline moves on (the parent follows).
+    bool time_left() {
+        const auto now = std::chrono::steady_clock::now();
+        const int64_t left = call_time_left_ns(
+            thread_cpu_ns() - cpu_at_start, std::chrono::duration_cast<std::chrono::nanoseconds>(now - started).count(),
+            std::chrono::duration_cast<std::chrono::nanoseconds>(limits.wall).count());
+        if (left == 0) return false;
+        deadline = now + std::chrono::nanoseconds(left);
+        watch_call_extends(deadline);
+        return true;
     }
 
     void add_chunk(const std::string& source, bool host) {
@@ -256,7 +272,7 @@ void limit_hook(lua_State* L, lua_Debug* ar) {
     st.executed += kHookInterval;
     if (!st.kill_reason) {
         if (st.executed > st.limits.instructions) st.kill_reason = "instructions";
-        else if (std::chrono::steady_clock::now() > st.deadline) st.kill_reason = "time";
+        else if (std::chrono::steady_clock::now() > st.deadline && !st.time_left()) st.kill_reason = "time";
         else return;
     }
     const char* src = ar->source && (ar->source[0] == '@' || ar->source[0] == '=') ? ar->source + 1 : ar->short_src;

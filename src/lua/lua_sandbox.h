@@ -18,9 +18,10 @@ namespace sitegen {
 struct SandboxLimits {
     size_t memory_bytes = size_t{64} << 20;  // everything the state holds at once
     uint64_t instructions = 20'000'000;      // Lua VM instructions per call (about 0.1 s)
-    // Wall clock per call: checked by the hook with the budget (Lua code stops at its line);
-    // in a supervised child (lua/supervisor.h) the parent also kills the process 50 ms after
-    // it, which stops a call stuck in a C function the hook cannot interrupt.
+    // Time per call: of the CPU, and kWallStretch times it of wall clock (call_time_left_ns,
+    // lua/supervisor.h: a busy machine's waits do not count). Checked by the hook with the
+    // budget (Lua code stops at its line); in a supervised child the parent also kills the
+    // process 50 ms after it, which stops a call stuck in a C function the hook cannot interrupt.
     std::chrono::milliseconds wall{500};
 };
 

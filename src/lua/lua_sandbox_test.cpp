@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <thread>
 
 #include "lua/lua_sandbox.h"
 
@@ -148,6 +149,35 @@ TEST_CASE("runaway loops stop on the instruction budget, even inside pcall", "[l
     const LuaResult r = attempt("local n = 0\nwhile true do n = n + 1 end", slow);
     CHECK_THAT(r.message, Catch::Matchers::Contains("time limit exceeded: ran longer than 200 ms"));
     CHECK(r.line == 2);
+}
+
+namespace {
+int nap(lua_State*) {  // off the CPU for 2 ms, as a call on a machine too busy to run it
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return 0;
+}
+}  // namespace
+
+TEST_CASE("the time limit counts a call's CPU time, and four times it of wall clock", "[lua]") {
+    SandboxLimits limits;
+    limits.instructions = uint64_t{1} << 50;
+    limits.wall = std::chrono::milliseconds(100);
+    LuaSandbox sandbox(limits);
+    std::vector<int> env;
+    REQUIRE(sandbox.run_host_chunk("local nap = ...\nreturn { nap = nap }", "=[host]", {{nap, nullptr}}, env).ok);
+    REQUIRE(env.size() == 1);
+    // ~300 ms off the CPU, the hook looking at the clock ~300 times meanwhile: runs to its end.
+    const auto start = std::chrono::steady_clock::now();
+    const LuaResult waited = sandbox.run("for i = 1, 150 do nap() for j = 1, 2000 do end end", "@rules/nap.lua", env.front());
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    INFO(waited.describe() << " after " << took.count() << " s");
+    CHECK(waited.ok);
+    CHECK(took.count() >= 0.3);
+    // Off the CPU for much longer: stopped once 400 ms of wall clock passed.
+    const LuaResult stuck = sandbox.run("for i = 1, 100000 do nap() for j = 1, 2000 do end end", "@rules/nap.lua", env.front());
+    CHECK_FALSE(stuck.ok);
+    CHECK_THAT(stuck.message, Catch::Matchers::Contains("time limit exceeded: ran longer than 100 ms"));
+    CHECK(stuck.line == 1);
 }
 
 TEST_CASE("read-only tables refuse writes, rawset and setmetatable, naming the key", "[lua]") {

@@ -2,9 +2,11 @@
 // SIGKILL at the deadline.
 #include "lua/supervisor.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <ctime>
 #include <exception>
 #include <fcntl.h>
 #include <new>
@@ -30,8 +32,8 @@ std::atomic<WatchPage*> g_page{nullptr};
 WatchPage* page_of_this_child() { return g_page.load(std::memory_order_relaxed); }
 
 // The hook raises the time limit itself as soon as it sees it (with the exact line); the
-// parent gives it this long before it kills, so only code stuck in C is killed (or a child
-// that a busy machine did not run for that long).
+// parent gives it this long before it kills, so only code stuck in C is killed (a child that
+// a busy machine did not run has its deadline moved on: child_time_left_ns).
 constexpr int64_t kKillSlackNs = 50'000'000;
 constexpr int kIdleTickMs = 20;                      // how often an idle parent looks for a new call
 constexpr uint32_t kMaxMessage = 64u << 20;          // longer frames are a protocol error
@@ -41,6 +43,25 @@ int64_t to_ns(std::chrono::steady_clock::time_point t) {
 }
 
 int64_t now_ns() { return to_ns(std::chrono::steady_clock::now()); }
+
+int64_t cpu_ns(clockid_t clock) {
+    timespec ts{};
+    if (::clock_gettime(clock, &ts) != 0) return 0;
+    return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// How much longer the call the child `pid` is running may run, by its CPU time and the
+// page's record of its start (call_time_left_ns); 0 when it is over its limit, or when its
+// CPU time cannot be read (then the wall clock alone counts, as it did).
+int64_t child_time_left_ns(pid_t pid, const WatchPage& page) {
+    clockid_t clock;
+    if (::clock_getcpuclockid(pid, &clock) != 0) return 0;
+    const int64_t cpu = cpu_ns(clock);
+    if (cpu == 0) return 0;
+    return call_time_left_ns(cpu - page.cpu_at_start_ns.load(std::memory_order_relaxed),
+                             now_ns() - page.started_ns.load(std::memory_order_relaxed),
+                             page.wall_ms.load(std::memory_order_relaxed) * 1'000'000);
+}
 
 bool write_all(int fd, const char* p, size_t n) {
     while (n > 0) {
@@ -156,12 +177,25 @@ void set_lua_isolation(LuaIsolation isolation) { g_isolation = isolation; }
 LuaIsolation lua_isolation() { return g_isolation.load(); }
 WatchPage* supervised_page() { return page_of_this_child(); }
 
+int64_t call_time_left_ns(int64_t cpu_used_ns, int64_t elapsed_ns, int64_t limit_ns) {
+    if (cpu_used_ns >= limit_ns || elapsed_ns >= kWallStretch * limit_ns) return 0;
+    return std::min(limit_ns - cpu_used_ns, kWallStretch * limit_ns - elapsed_ns);
+}
+
+int64_t thread_cpu_ns() { return cpu_ns(CLOCK_THREAD_CPUTIME_ID); }
+
 void watch_call_begins(std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds wall) {
     WatchPage* page = page_of_this_child();
     if (!page) return;
     page->wall_ms.store(wall.count(), std::memory_order_relaxed);
+    page->started_ns.store(to_ns(deadline - wall), std::memory_order_relaxed);
+    page->cpu_at_start_ns.store(cpu_ns(CLOCK_PROCESS_CPUTIME_ID), std::memory_order_relaxed);
     watch_position("", 0);  // no position of this call yet
     page->deadline_ns.store(to_ns(deadline), std::memory_order_release);
+}
+
+void watch_call_extends(std::chrono::steady_clock::time_point deadline) {
+    if (WatchPage* page = page_of_this_child()) page->deadline_ns.store(to_ns(deadline), std::memory_order_release);
 }
 
 void watch_call_ends() {
@@ -230,6 +264,13 @@ RunEnd run_supervised(const std::function<void(Outbox&)>& body,
         if (deadline != 0) {
             const int64_t left = deadline + kKillSlackNs - now_ns();
             if (left <= 0) {
+                // A call that had too little of the CPU to use its time runs on (its deadline
+                // moved on, unless the call ended or the child moved it meanwhile).
+                if (const int64_t more = child_time_left_ns(pid, *page); more > 0) {
+                    int64_t passed = deadline;
+                    page->deadline_ns.compare_exchange_strong(passed, now_ns() + more, std::memory_order_acq_rel);
+                    continue;
+                }
                 ::kill(pid, SIGKILL);
                 killed = true;
                 break;

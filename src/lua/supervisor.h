@@ -25,10 +25,13 @@ LuaIsolation lua_isolation();
 
 // What the parent knows about the call a supervised child is running: its deadline and the
 // last position of untrusted Lua code (on one shared page; the parent reads the position only
-// after the child is dead). Written by the sandbox in the child, never by the parent.
+// after the child is dead). Written by the sandbox in the child; the parent only moves a
+// passed deadline on (compare-exchange) for a call that had too little of the CPU to use its time.
 struct WatchPage {
     std::atomic<int64_t> deadline_ns{0};  // steady_clock, nanoseconds; 0 = no call running
     std::atomic<int64_t> wall_ms{0};      // that call's limit, for the message
+    std::atomic<int64_t> started_ns{0};   // steady_clock when that call began
+    std::atomic<int64_t> cpu_at_start_ns{0};  // the child's CPU time (CLOCK_PROCESS_CPUTIME_ID) then
     std::atomic<uint32_t> published{0};   // slot (published % 2) holds the latest position
     struct Slot {
         char source[240];  // Lua chunk source ("@rules/x.lua"); "" = unknown
@@ -39,8 +42,21 @@ static_assert(std::atomic<int64_t>::is_always_lock_free, "WatchPage is shared be
 
 // The page of the supervised child this process is (null in the parent and in process).
 WatchPage* supervised_page();
-// Called by the sandbox around every protected call and as untrusted code runs.
+// A call's time limit counts the CPU time it used, so that a call on a machine too busy to
+// run it is not stopped for the time it waited: it is over its limit once it used `limit_ns`
+// of CPU, or kWallStretch times that of wall clock (a call off the CPU for that long, stuck
+// or starved, is stopped too). The wall clock it may still run before it is looked at again
+// (its CPU time cannot reach the limit sooner); 0 = over its limit.
+constexpr int64_t kWallStretch = 4;
+int64_t call_time_left_ns(int64_t cpu_used_ns, int64_t elapsed_ns, int64_t limit_ns);
+// This thread's CPU time, in nanoseconds.
+int64_t thread_cpu_ns();
+
+// Called by the sandbox around every protected call and as untrusted code runs; `deadline`
+// is `wall` from the call's start.
 void watch_call_begins(std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds wall);
+// The running call's deadline moved on (call_time_left_ns), for the parent to follow.
+void watch_call_extends(std::chrono::steady_clock::time_point deadline);
 void watch_call_ends();
 void watch_position(const char* source, int line);
 

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <thread>
 #include <unistd.h>
 
 #include "lua/lua_sandbox.h"
@@ -105,6 +106,44 @@ TEST_CASE("a call stuck inside a C function is killed at its wall limit, at the 
         CHECK(loop.kind == RunEnd::Kind::timed_out);
         CHECK(loop.line == 2);
     }
+}
+
+TEST_CASE("a call's limit counts its CPU time: a call the machine does not run runs on, up to four times its limit", "[lua][supervisor]") {
+    Isolation scope(LuaIsolation::child_process);
+    // The call is off the CPU (as on a login node too busy to run it) for `off` in all; its
+    // limit is 100 ms.
+    const auto off_the_cpu = [](std::chrono::milliseconds off, std::vector<std::string>& got) {
+        return run_supervised(
+            [off](Outbox& out) {
+                constexpr auto limit = std::chrono::milliseconds(100);
+                watch_call_begins(std::chrono::steady_clock::now() + limit, limit);
+                std::this_thread::sleep_for(off);
+                watch_call_ends();
+                out.send("ended");
+            },
+            [&](std::string_view m) { got.emplace_back(m); });
+    };
+    std::vector<std::string> got;
+    auto start = std::chrono::steady_clock::now();
+    const RunEnd waited = off_the_cpu(std::chrono::milliseconds(250), got);
+    INFO(waited.why << " after " << since(start) << " s");
+    CHECK(waited.kind == RunEnd::Kind::finished);  // (the wall clock alone killed it at 150 ms)
+    CHECK(got == std::vector<std::string>{"ended"});
+    got.clear();
+    start = std::chrono::steady_clock::now();
+    const RunEnd stuck = off_the_cpu(std::chrono::seconds(30), got);
+    const double took = since(start);
+    INFO(stuck.why << " after " << took << " s");
+    CHECK(stuck.kind == RunEnd::Kind::timed_out);
+    CHECK(got.empty());
+    CHECK(took >= 0.4);
+    CHECK(took < 5.0);
+    // The rule itself: 0 while it used its CPU time or four times it of wall clock, else
+    // what is left of the sooner of the two.
+    CHECK(call_time_left_ns(100, 50, 100) == 0);
+    CHECK(call_time_left_ns(10, 400, 100) == 0);
+    CHECK(call_time_left_ns(30, 100, 100) == 70);
+    CHECK(call_time_left_ns(30, 350, 100) == 50);
 }
 
 TEST_CASE("a child that dies is reported with its signal, and what it sent before still counts", "[lua][supervisor]") {
