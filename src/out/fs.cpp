@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <filesystem>
+#include <mutex>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -427,6 +428,7 @@ public:
     }
 
     bool link(const std::string& from, const std::string& to, std::string& error) override {
+        const std::lock_guard<std::mutex> dirs(dirs_mutex_);
         if (!parent_made(to, error)) return false;
         if (::link(from.c_str(), to.c_str()) != 0) {
             error = from + " -> " + to + ": " + std::strerror(errno);
@@ -499,8 +501,8 @@ public:
         forget_dirs();
     }
 
-    // The read-only calls touch no member (made_dirs_ is only the writers'), and the kernel
-    // orders the rest.
+    // The read-only calls touch no member (made_dirs_ and dir_fds_ are only the writers', behind
+    // dirs_mutex_), and the kernel orders the rest.
     bool concurrent_reads() const override { return true; }
 
 private:
@@ -511,6 +513,7 @@ private:
     // `count` pieces, one after the other, as the file at `path`.
     bool write_file(const std::string& path, const std::string_view* pieces, size_t count, bool executable,
                     std::string& error, TreeEntry* written) {
+        const std::lock_guard<std::mutex> dirs(dirs_mutex_);  // (its directory's descriptor stays open)
         const unsigned mode = executable ? 0755 : 0644;
         const auto slash = path.rfind('/');
         int dir = AT_FDCWD;
@@ -558,6 +561,7 @@ private:
 
     // After a rename or removal a directory's name may no longer be that directory.
     void forget_dirs() {
+        const std::lock_guard<std::mutex> dirs(dirs_mutex_);
         made_dirs_.clear();
         for (auto& d : dir_fds_) {
             if (d.fd >= 0) ::close(d.fd);
@@ -580,6 +584,9 @@ private:
     }
 
     int lock_fd_ = -1;
+    // The writers' caches, behind a mutex: writes may come from two threads at once (a build's
+    // state and its memos), and a rename on one closes the descriptors the other may be using.
+    std::mutex dirs_mutex_;
     std::unordered_set<std::string> made_dirs_;  // directories write() and link() made (or found) already
     struct DirFd {
         std::string path;

@@ -109,7 +109,8 @@ public:
     // default copies (bytes and executable bit).
     virtual bool link(const std::string& from, const std::string& to, std::string& error);
     // Whether the read-only calls (read, exists, is_dir, entry, scan, list_files, list_dirs)
-    // may run on one thread while another publishes through this file system.
+    // may run on one thread while another publishes through this file system, and two threads
+    // may write files (different ones) at once.
     virtual bool concurrent_reads() const { return false; }
 };
 

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <thread>
 #include <unistd.h>
 
 #include "out/fs.h"
@@ -121,6 +122,36 @@ TEST_CASE("the in-memory file system refuses FIFOs and large files as the disk d
     CHECK(read_with(fs, "a").error == "a: not a regular file (a directory); sitegen reads only regular files");
     CHECK(read_with(fs, "a/big", 10).error == "a/big: file is 20 bytes; the limit is 10 bytes");
     CHECK(read_with(fs, "a/link").text == std::string(20, 'x'));
+}
+
+TEST_CASE("two threads may write through the disk at once, one renaming as the other writes", "[fs]") {
+    // (A build writes its state and its memos on two threads: each write goes through its
+    // directory's cached descriptor, which a rename forgets.)
+    TempDir dir("fs-writers");
+    auto disk = make_disk_fs();
+    REQUIRE(disk->concurrent_reads());
+    constexpr int kRounds = 3000;
+    int renamed = 0, written = 0;
+    std::string rename_error, write_error;
+    std::thread renaming([&] {
+        for (int i = 0; i < kRounds; ++i) {
+            std::string error;
+            if (disk->write(dir.file("a/memo.new"), "memo " + std::to_string(i), false, error) &&
+                disk->rename(dir.file("a/memo.new"), dir.file("a/memo"), error))
+                ++renamed;
+            else if (rename_error.empty())
+                rename_error = error;
+        }
+    });
+    for (int i = 0; i < kRounds; ++i) {
+        std::string error;
+        if (disk->write(dir.file("b/c/state." + std::to_string(i % 7)), std::string(100, 'x'), false, error)) ++written;
+        else if (write_error.empty()) write_error = error;
+    }
+    renaming.join();
+    INFO(rename_error << " / " << write_error);
+    CHECK(renamed == kRounds);
+    CHECK(written == kRounds);
 }
 
 TEST_CASE("scan lists a tree as it is: links and FIFOs as such, modes, nothing followed", "[fs]") {
