@@ -354,6 +354,10 @@ std::string under_out(const std::string& out_dir, const std::string& path) {
     return out_dir.empty() || out_dir == "." ? path : out_dir + "/" + path;
 }
 
+// A recorded stat (of a directory, or of a file as a state holds it).
+const FileStat& stat_in(const FileStat& stat) { return stat; }
+const FileStat& stat_in(const KnownFile& file) { return file.stat; }
+
 // An up-to-date build: every requested site has a build state whose inputs answer exactly as
 // they did (same bytes of every file its load, rules and hooks read; same sitegen and request)
 // and whose tree is as that build left it (no journal; every directory, file and manifest
@@ -399,9 +403,9 @@ bool up_to_date(FileSystem& fs, const Request& request, const std::string& state
             std::atomic<bool> all_same{true};
             share_out_slices(items.size(), 1024, fs.concurrent_reads() ? lone_stat_threads() : 1, [&](size_t i, unsigned) {
                 TreeEntry e;
-                const auto& [path, stat] = *items[i];
+                const auto& [path, recorded] = *items[i];
                 if (all_same.load(std::memory_order_relaxed) &&
-                    (!fs.entry(under_out(request.out_dir, path), e) || e.type != type || !(stat_of(e) == stat)))
+                    (!fs.entry(under_out(request.out_dir, path), e) || e.type != type || !(stat_of(e) == stat_in(recorded))))
                     all_same.store(false, std::memory_order_relaxed);
             });
             return all_same.load();
@@ -465,21 +469,26 @@ BuildState usable_state(FileSystem& fs, const std::string& out_dir, const std::s
 // The stack's files when it need not be rendered: its key is the one recorded and each of its
 // files is on the live tree as the last build left it (the publisher's scan found it with the
 // recorded stat and the manifest's mode). Empty otherwise.
-std::vector<KeptFile> reusable(const Publisher& publisher, const BuildState& state, const std::string& id,
-                               const std::string& key) {
+// (`lines_from`: the place of the state's first file line among the publisher's known files.)
+std::vector<KeptFile> reusable(const Publisher& publisher, const BuildState& state, uint32_t lines_from,
+                               const std::string& id, const std::string& key) {
     const auto record = state.stacks.find(id);
     if (record == state.stacks.end() || record->second.key != key || record->second.files.empty()) return {};
-    std::vector<KeptFile> kept(record->second.files.size());
+    const BuildState::StackRecord& r = record->second;
+    std::vector<KeptFile> kept(r.files.size());
     for (size_t i = 0; i < kept.size(); ++i)
-        if (!publisher.as_last_built(record->second.files[i], kept[i])) return {};
+        if (r.first_line != KnownFile::kNoLine
+                ? !publisher.as_last_built(r.files[i], static_cast<uint32_t>(lines_from + r.first_line + i), kept[i])
+                : !publisher.as_last_built(r.files[i], kept[i]))
+            return {};
     return kept;
 }
 
 // For each stack of a site, its files when it need not be rendered (reusable), else none.
 // Two stacks with one name render both, so the clash is reported.
 // (Only reads: on a big site the second half is looked up on a thread of its own.)
-std::vector<std::vector<KeptFile>> kept_stacks(const Publisher& publisher, const BuildState& state, const Site& site,
-                                               const std::vector<std::string>& keys) {
+std::vector<std::vector<KeptFile>> kept_stacks(const Publisher& publisher, const BuildState& state, uint32_t lines_from,
+                                               const Site& site, const std::vector<std::string>& keys) {
     const TraceSpan span("kept_stacks");
     const size_t n = site.stacks.size();
     std::vector<std::string> ids(n);
@@ -488,7 +497,7 @@ std::vector<std::vector<KeptFile>> kept_stacks(const Publisher& publisher, const
     std::vector<std::vector<KeptFile>> kept(n);
     const auto look_up = [&](size_t from, size_t to) {
         for (size_t i = from; i < to; ++i)
-            if (count.at(ids[i]) == 1) kept[i] = reusable(publisher, state, ids[i], keys[i]);
+            if (count.at(ids[i]) == 1) kept[i] = reusable(publisher, state, lines_from, ids[i], keys[i]);
     };
     run_beside(n >= 256 && render_threads() > 1 && !state.stacks.empty(), [&] { look_up(n / 2, n); },
                [&] { look_up(0, n / 2); });
@@ -570,7 +579,11 @@ Result run_check(FileSystem& fs, const Request& request) {
 struct BuildWorkingSet {
     std::map<std::string, BuildState> states_read;
     std::map<std::string, std::string> state_texts_read;
-    std::unordered_map<std::string, FileStat> known;
+    KnownFiles known;
+    // How many file lines the states of `known` have, and where each state's first is among
+    // them (KnownFile::line counts from there: site by site).
+    uint32_t known_lines = 0;
+    std::vector<uint32_t> first_lines;
     std::map<std::string, SpareListing> spares;  // the last build's spare listings, by root
     std::map<std::string, unsigned long long> looked;  // when its looks saw the roots' directories
     std::vector<BuildState> last, next;
@@ -878,6 +891,8 @@ Result run_build(FileSystem& fs, const Request& request) {
     PublishOptions popts{request.out_dir, request.dry_run, request.force};
     popts.threads = render_threads() > 1;
     popts.known = &known;
+    popts.known_lines = &working->known_lines;
+    working->first_lines.assign(resolved.sites.size(), 0);
     popts.spares = &spares;
     popts.looked = &working->looked;
     for (const BuildState& state : last) popts.known_dirs.push_back(&state.dirs);  // (filled in place below)
@@ -904,9 +919,16 @@ Result run_build(FileSystem& fs, const Request& request) {
                 const TraceSpan span("last_stacks");
                 parse_state_stacks(last[s]);  // (none when they are not a state's: nothing kept)
             }
-            // (Paths are unique across sites: each has its own roots.)
+            // (Paths are unique across sites: each has its own roots. The places of their
+            // lines count on from the last site's.)
+            uint32_t& lines = working->known_lines;
+            working->first_lines[s] = lines;
+            if (lines > 0)
+                for (auto& [path, file] : last[s].files)
+                    if (file.line != KnownFile::kNoLine) file.line += lines;
             if (known.empty()) known = std::move(last[s].files);
             else known.insert(last[s].files.begin(), last[s].files.end());
+            lines += last[s].files_read;
             last[s].files.clear();
             spares.merge(last[s].spares);
         }
@@ -935,7 +957,7 @@ Result run_build(FileSystem& fs, const Request& request) {
     bool kept_beside = false;  // (set before `keyed`, when that thread finds them)
     const auto find_kept = [&] {
         for (size_t s = 0; s < sites.size(); ++s)
-            prepared[s].kept = kept_stacks(publisher, last[s], sites[s].site, prepared[s].keys);
+            prepared[s].kept = kept_stacks(publisher, last[s], working->first_lines[s], sites[s].site, prepared[s].keys);
     };
     const auto load_check_and_key = [&] {
         {

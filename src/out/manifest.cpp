@@ -304,7 +304,7 @@ StateText state_text_pieces(const BuildState& state, bool threads) {
             for (const auto& path : record.files) {
                 const auto file = state.files.find(path);
                 if (file == state.files.end() || !one_line(path)) return false;
-                put_stat(text, "file", file->second, path);
+                put_stat(text, "file", file->second.stat, path);
             }
             rest -= std::min(rest, text.size() - before);
         }
@@ -373,8 +373,12 @@ bool read_state_lines(const std::string& text, size_t from, BuildState& state, S
             if (kind == "manifest") state.manifests[path] = s;
             else if (kind == "dir") state.dirs[path] = s;
             else if (current) {
+                const uint32_t line = state.files_read++;
+                if (current->files.empty()) current->first_line = line;
+                else if (current->first_line != KnownFile::kNoLine && current->first_line + current->files.size() != line)
+                    current->first_line = KnownFile::kNoLine;
                 current->files.push_back(path);
-                state.files[std::move(path)] = s;
+                state.files[std::move(path)] = {s, line};
                 current->lines_size = static_cast<size_t>(in.text.data() - text.data()) - current->lines_at;
             } else {
                 return false;
@@ -447,6 +451,7 @@ bool parse_state_stacks(BuildState& state) {
     if (!ok) {
         state.stacks.clear();
         state.files.clear();
+        state.files_read = 0;
     }
     return ok;
 }

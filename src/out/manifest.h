@@ -3,6 +3,7 @@
 // and inode), which lets a rebuild skip stacks whose inputs and files are unchanged.
 #pragma once
 
+#include <cstdint>
 #include <list>
 #include <map>
 #include <string>
@@ -53,6 +54,18 @@ struct FileStat {
 };
 inline FileStat stat_of(const TreeEntry& e) { return {e.size, e.mtime_ns, e.ino, e.mode}; }
 
+// A file as a build recorded it: its stat, and where its "file" line is among the file lines
+// of the state it was read from (kNoLine: not read from a state). A look that finds the file
+// notes it by that place (Publisher::as_last_built), so that finding a kept stack's files
+// takes no lookup by path.
+struct KnownFile {
+    static constexpr uint32_t kNoLine = UINT32_MAX;
+    FileStat stat;
+    uint32_t line = kNoLine;
+    bool operator==(const KnownFile&) const = default;
+};
+using KnownFiles = std::unordered_map<std::string, KnownFile>;
+
 // What a spare held once a publish swapped its tree in: the tree it replaced, as that
 // publish's look found it, one line per entry ("d <size> <mtime> <ino> <mode> <path>" for a
 // directory, "f <ino> <path>" for a file, paths relative to the spare), and the stat of the
@@ -93,6 +106,9 @@ struct BuildState {
         // they are those of the last state (a kept stack: the same files with the same stats),
         // copied instead of made again from `files` (whose stats need not be in `files` then).
         size_t lines_at = 0, lines_size = 0;
+        // Read: the place of its first file line (KnownFile::line), when its file lines are
+        // one run (kNoLine otherwise: a state edited by hand).
+        uint32_t first_line = KnownFile::kNoLine;
         std::string_view same_lines;
         // To write: its "stack" line and file lines as they are, when the last state's are
         // exactly those (kept then and now, with this key): written from there, not copied.
@@ -108,7 +124,8 @@ struct BuildState {
     std::map<std::string, unsigned long long> looked;  // root -> when the look that saw its `dirs` began (ns)
     std::map<std::string, StackRecord> stacks;     // by module full name (name/version)
     std::map<std::string, SpareListing> spares;    // root -> its spare, when the publish knew it
-    std::unordered_map<std::string, FileStat> files;  // every output, relative to the out dir
+    KnownFiles files;  // every output, relative to the out dir
+    uint32_t files_read = 0;  // read: how many file lines it has (the places of KnownFile::line)
     std::string text;  // the text it was read from, when parse_state was given it to keep
     size_t stacks_at = std::string::npos;  // where its stacks' lines begin, while unread (parse_state_stacks)
     // The file lines of stack `id` as read (a view into `text`), when they are `files` lines;

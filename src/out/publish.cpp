@@ -238,6 +238,14 @@ struct Publisher::Root {
         // place_kept(); stage() clears it when it removes that file.
         SpareFile* spare = nullptr;
     };
+    // Publisher::as_last_built of the live file `live` (null: none) at `path`.
+    static bool as_last_built(const std::string& path, const Live* live, KeptFile& out) {
+        if (!live || !live->known) return false;
+        const ManifestLine* spec = live->was;  // (a known file is one the manifest lists)
+        if (!spec || spec->mode != live->entry->mode) return false;
+        out = {path, {}, spec->mode == 0755u, live};  // (the hash: the manifest's, which `found` holds)
+        return true;
+    }
     // A live file kept as it is, and not also added again (then `fresh` has the path).
     static bool kept_as_is(const Live* live) { return live && live->kept && !live->in_fresh; }
     // Whether a kept file (at `rel`, with `hash`, "" for the manifest's, and mode) is this
@@ -248,6 +256,9 @@ struct Publisher::Root {
     }
     std::unordered_map<std::string_view, Live> live_files;  // keys: views into `entries`
     std::vector<const Live*> live_of;  // by index into `entries` (regular files but the manifest)
+    // The known files by the place of their line in the states (KnownFile::line; null: not
+    // one of this root's known files).
+    std::vector<const Live*> live_by_line;
     // A file of the new tree, and what finish() learns about it while it compares the trees
     // (flags, not sets of its paths: a root has tens of thousands).
     struct Wanted : FileSpec {
@@ -321,11 +332,13 @@ bool Publisher::as_last_built(const std::string& path, KeptFile& out) const {
     const Root* r = root_of(path);
     if (!r) return false;
     const auto live = r->live_files.find(std::string_view(path).substr(r->root.size() + 1));
-    if (live == r->live_files.end() || !live->second.known) return false;
-    const ManifestLine* spec = live->second.was;  // (a known file is one the manifest lists)
-    if (!spec || spec->mode != live->second.entry->mode) return false;
-    out = {path, {}, spec->mode == 0755u, &live->second};  // (the hash: the manifest's, which `found` holds)
-    return true;
+    return live != r->live_files.end() && Root::as_last_built(path, &live->second, out);
+}
+
+bool Publisher::as_last_built(const std::string& path, uint32_t line, KeptFile& out) const {
+    const Root* r = root_of(path);
+    // (The look noted a known file at the place of the line that gave its path: the same path.)
+    return r && line < r->live_by_line.size() && Root::as_last_built(path, r->live_by_line[line], out);
 }
 
 // Whether two looks at one path saw the same: absent both times, or the same type, mode,
@@ -517,6 +530,7 @@ void Publisher::look_live(const std::function<void()>& dirs_ready, const std::fu
                     if (const auto line = old.find(r.entries[i].path); line != old.end()) was[i] = &line->second;
         }
         std::vector<char> known(n, 0);
+        std::vector<uint32_t> line(n, KnownFile::kNoLine);  // (of the known ones)
         std::vector<std::string> known_paths(threads, join(root, ""));  // (one per thread: no string per file)
         const size_t prefix = known_paths.front().size();
         share_out_slices(n, 2048, threads, [&](size_t i, unsigned slot) {
@@ -526,10 +540,12 @@ void Publisher::look_live(const std::function<void()>& dirs_ready, const std::fu
             known_path.resize(prefix);
             known_path += e.path;
             const auto k = options_.known->find(known_path);
-            known[i] = k != options_.known->end() && k->second == stat_of(e);
+            known[i] = k != options_.known->end() && k->second.stat == stat_of(e);
+            if (known[i]) line[i] = k->second.line;
         });
         r.live_files.reserve(n);
         r.live_of.assign(n, nullptr);
+        r.live_by_line.assign(options_.known && options_.known_lines ? *options_.known_lines : 0, nullptr);
         std::vector<Root::Live*> unread;  // (their bytes are hashed below)
         for (size_t i = 0; i < n; ++i) {
             const TreeEntry& e = r.entries[i];
@@ -545,6 +561,7 @@ void Publisher::look_live(const std::function<void()>& dirs_ready, const std::fu
             Root::Live& placed = r.live_files.emplace(e.path, std::move(live)).first->second;
             if (!placed.hashed) unread.push_back(&placed);
             r.live_of[i] = &placed;
+            if (line[i] < r.live_by_line.size()) r.live_by_line[line[i]] = &placed;
         }
         share_out_slices(unread.size(), 64, threads, [&](size_t i, unsigned) {
             Root::Live& live = *unread[i];
@@ -898,7 +915,7 @@ bool Publisher::compare_live(Root& r, PublishReport& report, Diagnostics& diags,
         } else if (want->second.hash == hash && want->second.mode == e.mode) {
             want->second.present = true;
             ++report.unchanged;
-            report.stats.emplace(join(r.root, e.path), stat_of(e));
+            report.stats.emplace(join(r.root, e.path), KnownFile{stat_of(e)});
         } else {
             report.changed.push_back(join(r.root, e.path));
             differs = true;
@@ -981,7 +998,7 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
         discard();
         return false;
     }
-    for (const auto& [path, stat] : written_) report.stats[path] = stat;
+    for (const auto& [path, stat] : written_) report.stats[path] = {stat};
     if (options_.dry_run) return true;
     // A spare made empty by this publish for a root that stays as it is holds nothing for the
     // next one: it goes (a first build over an up-to-date tree leaves nothing beside it).

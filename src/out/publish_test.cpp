@@ -472,7 +472,12 @@ bool publish_keeping(MemoryFs& fs, const OutputList& files, const PublishReport&
                      PublishReport& report, Diagnostics& diags, size_t& kept,
                      const std::function<void(Publisher&)>& extra = {}, bool bulk = false) {
     PublishOptions options{"out", dry_run, false};
-    options.known = &last.stats;
+    // (Each known file with the place of a line, as a state read gives them.)
+    KnownFiles known = last.stats;
+    uint32_t lines = 0;
+    for (auto& [path, file] : known) file.line = lines++;
+    options.known = &known;
+    options.known_lines = &lines;
     Publisher publisher(fs, kRoots, options);
     if (!publisher.begin(diags)) return false;
     kept = 0;
@@ -493,7 +498,13 @@ bool publish_keeping(MemoryFs& fs, const OutputList& files, const PublishReport&
     std::vector<const OutputFile*> rendered;
     for (const auto& f : files) {
         KeptFile k;
-        if (publisher.as_last_built(f.path, k) && k.hash.empty() && last_hash(f.path) == sha256_hex(f.contents)) {
+        const bool as_built = publisher.as_last_built(f.path, k);
+        // The same file found by the place of its line (none for a path not known).
+        KeptFile by_line;
+        const auto line = known.find(f.path);
+        CHECK(as_built == (line != known.end() && publisher.as_last_built(f.path, line->second.line, by_line)));
+        CHECK((by_line.path == k.path && by_line.found == k.found && by_line.executable == k.executable));
+        if (as_built && k.hash.empty() && last_hash(f.path) == sha256_hex(f.contents)) {
             ++kept;
             if (bulk) stacks.push_back({k});
             else publisher.add_kept(k, diags);
