@@ -550,8 +550,17 @@ void run_rule_files(const Site& site, const std::vector<std::string>& files, Dia
     run_files_on(site, nullptr, files, diags, limits, groups, run);
 }
 
-void run_rules(const Site& site, const std::vector<std::string>& rule_dirs, Diagnostics& diags, RulesMemo* memo) {
-    const TraceSpan span("rules");
+namespace {
+
+// The rule files a site's rules are (in the order they run), and the rules memo's key for
+// them: sitegen and the files' bytes ("" when one cannot be read: the run reports why and is
+// not kept).
+struct RuleSet {
+    std::vector<std::string> files;
+    std::string key;
+};
+RuleSet rule_set(const Site& site, const std::vector<std::string>& rule_dirs, Diagnostics& diags,
+                 const RulesMemo* memo) {
     std::vector<std::string> dirs{default_rules_dir()};
     dirs.insert(dirs.end(), rule_dirs.begin(), rule_dirs.end());
     if (!site.files.empty()) {
@@ -560,30 +569,59 @@ void run_rules(const Site& site, const std::vector<std::string>& rule_dirs, Diag
         std::error_code ec;
         if (fs::is_directory(own, ec)) dirs.push_back(own.string());
     }
-    const std::vector<std::string> files = rule_files(dirs, &diags);
-    if (!memo) return run_rule_files(site, files, diags);
-    // The memo's key: sitegen and the rule files' bytes (one that cannot be read: no key, the
-    // run reports why and is not kept).
-    std::vector<std::string> texts(files.size());
+    RuleSet set{rule_files(dirs, &diags), {}};
+    if (!memo) return set;
+    std::vector<std::string> texts(set.files.size());
     bool readable = true;
-    for (size_t i = 0; i < files.size(); ++i) {
+    for (size_t i = 0; i < set.files.size(); ++i) {
         std::string error;
-        readable = read_rule_file(files[i], texts[i], error) && readable;
+        readable = read_rule_file(set.files[i], texts[i], error) && readable;
     }
-    const std::string key = readable ? rules_key(memo->identity, files, texts) : std::string();
-    memo->reused = false;
-    memo->next.clear();
+    if (readable) set.key = rules_key(memo->identity, set.files, texts);
+    return set;
+}
+
+// The memo's findings placed in `diags` when it holds for `set` and the site.
+bool kept_findings(const Site& site, const RuleSet& set, Diagnostics& diags, RulesMemo& memo) {
+    memo.reused = false;
+    memo.next.clear();
     RulesRecord last;
-    if (!key.empty() && parse_rules_memo(memo->text, last) && last.key == key) {
-        // Only what the last run read is made of the view to compare it.
-        const TraceSpan compare("rules_memo_check");
-        const ViewNeeds needs = view_needs(last.reads);
-        if (reads_digest(site_to_lua(site, &needs), site, last.reads) == last.digest) {
-            for (const auto& f : last.findings) diags.add(placed(site, f));
-            memo->reused = true;
-            memo->next = memo->text;
-            return;
-        }
+    if (set.key.empty() || !parse_rules_memo(memo.text, last) || last.key != set.key) return false;
+    // Only what the last run read is made of the view to compare it.
+    const TraceSpan compare("rules_memo_check");
+    const ViewNeeds needs = view_needs(last.reads);
+    if (reads_digest(site_to_lua(site, &needs), site, last.reads) != last.digest) return false;
+    for (const auto& f : last.findings) diags.add(placed(site, f));
+    memo.reused = true;
+    memo.next = memo.text;
+    return true;
+}
+
+}  // namespace
+
+bool rules_from_memo(const Site& site, const std::vector<std::string>& rule_dirs, Diagnostics& diags, RulesMemo& memo) {
+    const TraceSpan span("rules");
+    Diagnostics listed(diags.cap());  // (what listing the rule files found: reported with the findings)
+    const RuleSet set = rule_set(site, rule_dirs, listed, &memo);
+    Diagnostics kept(diags.cap());
+    if (!kept_findings(site, set, kept, memo)) return false;
+    diags.append(listed);
+    diags.append(kept);
+    return true;
+}
+
+void run_rules(const Site& site, const std::vector<std::string>& rule_dirs, Diagnostics& diags, RulesMemo* memo,
+               bool memo_checked) {
+    const TraceSpan span("rules");
+    const RuleSet set = rule_set(site, rule_dirs, diags, memo);
+    const std::vector<std::string>& files = set.files;
+    if (!memo) return run_rule_files(site, files, diags);
+    const std::string& key = set.key;
+    if (memo_checked) {
+        memo->reused = false;
+        memo->next.clear();
+    } else if (kept_findings(site, set, diags, *memo)) {
+        return;
     }
     // The view is made here, once, for the children when the rules run (they share it with
     // this process) and for the digest of what they read.

@@ -33,8 +33,15 @@ struct RuleInfo {
 // With a `memo` (lua/rules_memo.h), the findings of the last run are reported instead of
 // running the rules again when the rule files are the same and every value the rules read
 // of the site is too; `memo->next` is what to keep for the next run.
+// (`memo_checked`: rules_from_memo found that the memo does not hold; it is not asked again.)
 void run_rules(const Site& site, const std::vector<std::string>& rule_dirs, Diagnostics& diags,
-               RulesMemo* memo = nullptr);
+               RulesMemo* memo = nullptr, bool memo_checked = false);
+// run_rules' first step alone: when `memo` holds for the site (the same sitegen and rule
+// files, the same values read), its findings are added to `diags` and true returned; else
+// nothing is added (run_rules then runs them). It costs a view of what the rules read, not a
+// child process: a build takes it on its own thread, and a thread of the rules' only when
+// they run.
+bool rules_from_memo(const Site& site, const std::vector<std::string>& rule_dirs, Diagnostics& diags, RulesMemo& memo);
 
 // Every rule the built-in dir and `rule_dirs` define (files that fail to load are listed
 // under their file stem with the reason as description).

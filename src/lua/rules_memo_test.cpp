@@ -1,6 +1,7 @@
 // rules_memo: a run of the rules with the last run's memo reports what a run without one
-// reports (same findings, at the same lines) after every kind of edit, and reuses the findings
-// only while nothing the rules read changed; a memo cut short or changed is never trusted.
+// reports (same findings, at the same lines) after every kind of edit, also with the memo asked
+// first on its own (rules_from_memo), and reuses the findings only while nothing the rules read
+// changed; a memo cut short or changed is never trusted.
 #include <catch2/catch.hpp>
 
 #include "lua/read_log.h"
@@ -53,8 +54,10 @@ struct Outcome {
 };
 
 // The rules of the site dir `dir` (its rules/ beside site.toml) over `text`, with the memo
-// `memo` (null: none).
-Outcome run(const TempDir& dir, const std::string& text, const std::string* memo, const std::string& identity = "id") {
+// `memo` (null: none). `split`: as a build does it, the memo asked first (rules_from_memo),
+// then the rules run without asking it again when it does not hold.
+Outcome run(const TempDir& dir, const std::string& text, const std::string* memo, const std::string& identity = "id",
+            bool split = false) {
     auto fs = make_disk_fs();
     Site site;
     Diagnostics load_diags;
@@ -63,7 +66,14 @@ Outcome run(const TempDir& dir, const std::string& text, const std::string* memo
     RulesMemo m;
     m.identity = identity;
     if (memo) m.text = *memo;
-    run_rules(site, {}, diags, memo ? &m : nullptr);
+    if (split && memo) {
+        if (!rules_from_memo(site, {}, diags, m)) {
+            CHECK(diags.all().empty());  // (nothing added when it does not hold)
+            run_rules(site, {}, diags, &m, true);
+        }
+    } else {
+        run_rules(site, {}, diags, memo ? &m : nullptr);
+    }
     Outcome out;
     for (const Diagnostic& d : diags.all())
         out.findings += d.where.file + ":" + std::to_string(d.where.line) + ":" + std::to_string(d.where.column) + " " +
@@ -74,9 +84,14 @@ Outcome run(const TempDir& dir, const std::string& text, const std::string* memo
 }
 
 // `text` run with `memo` reports what a run without a memo reports; whether it reused it.
+// (The memo asked first, as a build does, gives the same as run_rules with it.)
 bool same_as_fresh(const TempDir& dir, const std::string& text, const std::string& memo) {
     const Outcome fresh = run(dir, text, nullptr), memoized = run(dir, text, &memo);
     CHECK(memoized.findings == fresh.findings);
+    const Outcome split = run(dir, text, &memo, "id", true);
+    CHECK(split.findings == fresh.findings);
+    CHECK(split.reused == memoized.reused);
+    CHECK(split.next == memoized.next);
     return memoized.reused;
 }
 
