@@ -28,7 +28,7 @@ struct RuleInfo {
 // sandbox against the read-only site. Findings go to `diags` at the TOML location of their
 // path, with the suffix " [rule <name>]"; a rule that fails or runs away is reported at its
 // own file:line. The rules run in a supervised child process (lua/supervisor.h): a call
-// that outlives its wall limit inside C code (a backtracking pattern) is killed there, reported
+// that outlives its time limit inside C code (a backtracking pattern) is killed there, reported
 // at the line that called it, and the next rule runs in a new child.
 // With a `memo` (lua/rules_memo.h), the findings of the last run are reported instead of
 // running the rules again when the rule files are the same and every value the rules read
@@ -63,7 +63,7 @@ constexpr size_t kMaxRuleGroups = 4;
 size_t rule_groups(size_t files);
 
 // Runs exactly these rule files against `site` (what run_rules does after collecting them),
-// each call under `limits` (tests lengthen the wall limit where only memory should stop a rule).
+// each call under `limits` (tests lengthen the time limit where only memory should stop a rule).
 // The files run in `groups` children at once (0: rule_groups()); the findings are those of
 // one run over the files in order.
 void run_rule_files(const Site& site, const std::vector<std::string>& files, Diagnostics& diags,

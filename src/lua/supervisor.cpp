@@ -52,7 +52,7 @@ int64_t cpu_ns(clockid_t clock) {
 
 // How much longer the call the child `pid` is running may run, by its CPU time and the
 // page's record of its start (call_time_left_ns); 0 when it is over its limit, or when its
-// CPU time cannot be read (then the wall clock alone counts, as it did).
+// CPU time cannot be read (then its deadline alone counts).
 int64_t child_time_left_ns(pid_t pid, const WatchPage& page) {
     clockid_t clock;
     if (::clock_getcpuclockid(pid, &clock) != 0) return 0;

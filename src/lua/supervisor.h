@@ -1,5 +1,5 @@
 // supervisor: runs Lua work in a forked child process that the parent SIGKILLs when a call
-// passes its wall limit, so no Lua execution outlives its limit, whatever it calls: a
+// passes its time limit, so no Lua execution outlives its limit, whatever it calls: a
 // backtracking pattern inside string.find, a sort, a handler run with hooks off. The child
 // streams its results back as messages over a pipe; the caller records the failure of the
 // step that was running and starts a new child from the next step.
