@@ -255,7 +255,7 @@ struct Publisher::Root {
                live.was->mode == (executable ? 0755u : 0644u) && live.entry->path == rel;
     }
     std::unordered_map<std::string_view, Live> live_files;  // keys: views into `entries`
-    std::vector<const Live*> live_of;  // by index into `entries` (regular files but the manifest)
+    std::vector<Live*> live_of;  // by index into `entries` (regular files but the manifest)
     // The known files by the place of their line in the states (KnownFile::line; null: not
     // one of this root's known files).
     std::vector<const Live*> live_by_line;
@@ -274,9 +274,31 @@ struct Publisher::Root {
     bool spare_reusable = false;   // a directory whose directories are all 0755 (a fresh tree's)
     std::vector<const TreeEntry*> spare_others;  // neither file nor directory (begin removes them)
     std::unordered_map<std::string_view, SpareFile> spare_files;
+    // The spare's files in path order, when its listing gave them so (match_spares walks them
+    // beside the live files instead of looking each up); empty otherwise.
+    std::vector<std::pair<std::string_view, SpareFile*>> spare_in_order;
+    // match_spares' walk: each live file's `spare` from spare_in_order; false (some noted, the
+    // caller notes them all again) when either is not in path order or there is none.
+    bool match_in_order() {
+        if (spare_in_order.empty()) return false;
+        size_t j = 0;
+        std::string_view last;
+        bool any = false;
+        for (size_t i = 0; i < live_of.size(); ++i) {
+            Live* live = live_of[i];
+            if (!live) continue;
+            const std::string_view path = live->entry->path;
+            if (any && !(last < path)) return false;
+            last = path, any = true;
+            while (j < spare_in_order.size() && spare_in_order[j].first < path) ++j;
+            live->spare = j < spare_in_order.size() && spare_in_order[j].first == path ? spare_in_order[j].second : nullptr;
+        }
+        return true;
+    }
     bool spares_matched = false;  // each live file's `spare` is noted (match_spares)
     // Erases a spare file, and the live record's note of it.
     void forget_spare(std::unordered_map<std::string_view, SpareFile>::iterator it) {
+        spare_in_order.clear();  // (it would point at the erased file)
         if (const auto live = live_files.find(it->first); live != live_files.end() && live->second.spare == &it->second)
             live->second.spare = nullptr;
         spare_files.erase(it);
@@ -369,10 +391,11 @@ void Publisher::match_spares() {
         r.listing_ok = !options_.dry_run && r.exists && listing_of(r.top, r.entries, looked_live_at_, r.listing);
         if (!r.listing_ok) r.listing.clear();
         if (r.spare_made) continue;  // (begin() made it anew: nothing in it to find)
-        for (auto& [rel, live] : r.live_files) {
-            const auto spare = r.spare_files.find(rel);
-            live.spare = spare == r.spare_files.end() ? nullptr : &spare->second;
-        }
+        if (!r.match_in_order())
+            for (auto& [rel, live] : r.live_files) {
+                const auto spare = r.spare_files.find(rel);
+                live.spare = spare == r.spare_files.end() ? nullptr : &spare->second;
+            }
         r.spares_matched = true;
     }
 }
@@ -596,7 +619,15 @@ void Publisher::look_spares(bool listings) {
         }
         r.spare_files.reserve(r.spare.size() + listed_files.size());
         r.spare_dirs.reserve(r.spare.size() / 2);
-        for (const ListedFile& f : listed_files) r.spare_files[f.path] = {f.ino, false};
+        r.spare_in_order.clear();
+        r.spare_in_order.reserve(listed_files.size());
+        bool in_order = true;
+        for (const ListedFile& f : listed_files) {
+            Root::SpareFile& file = r.spare_files[f.path] = {f.ino, false};
+            in_order = in_order && (r.spare_in_order.empty() || r.spare_in_order.back().first < f.path);
+            r.spare_in_order.push_back({f.path, &file});
+        }
+        if (!in_order) r.spare_in_order.clear();
         for (const TreeEntry& e : r.spare) {
             if (e.type == TreeEntry::Type::dir && e.mode != kDirMode) r.spare_reusable = false;
             if (e.type == TreeEntry::Type::dir) r.spare_dirs.insert(e.path);
@@ -643,6 +674,7 @@ bool Publisher::begin(Diagnostics& diags) {
             r.spare_made = true;
             r.spares_matched = false;
             r.spare_files.clear();
+            r.spare_in_order.clear();
             r.spare_dirs.clear();
             if (!fs_.remove_all(r.staged, error) || !fs_.make_dirs(r.staged, error)) {
                 diags.error({}, "cannot prepare the new tree (the previous one is untouched): " + error);
