@@ -888,8 +888,14 @@ bool Publisher::compare_live(Root& r, PublishReport& report, Diagnostics& diags,
     auto& fresh = r.fresh;
     bool differs = false;
     r.fresh_dirs = parent_dir_views(fresh);
-    for (size_t i = 0; i < r.entries.size(); ++i)
-        if (Root::kept_as_is(r.live_of[i])) add_parent_dirs(r.fresh_dirs, r.entries[i].path);
+    std::string_view last_parent;  // (the entries come directory by directory: one insert each)
+    for (size_t i = 0; i < r.entries.size(); ++i) {
+        if (!Root::kept_as_is(r.live_of[i])) continue;
+        const std::string_view path = r.entries[i].path, parent = path.substr(0, path.rfind('/') + 1);
+        if (!parent.empty() && parent == last_parent) continue;  // (added with its parents already)
+        last_parent = parent;
+        add_parent_dirs(r.fresh_dirs, path);
+    }
     const auto& fresh_dirs = r.fresh_dirs;
     std::optional<std::unordered_set<std::string_view>> old_dirs;  // made when a live directory is not a fresh one
     if (r.exists && r.top.type != TreeEntry::Type::dir) {
@@ -964,6 +970,7 @@ std::string Publisher::manifest_of_root(const Root& r) {
     for (const auto& [rel, want] : r.fresh)
         if (rel != kManifestName) fresh.push_back({rel, want.hash, want.mode});
     std::sort(fresh.begin(), fresh.end());
+    kept.reserve(r.entries.size());
     for (size_t i = 0; i < r.entries.size(); ++i)
         if (Root::kept_as_is(r.live_of[i])) kept.push_back({r.entries[i].path, r.live_of[i]->was->hash, r.live_of[i]->was->mode});
     all.reserve(fresh.size() + kept.size());
