@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Steady one-stack rebuilds of `bench/gen-site N` by two or more sitegen binaries, taken in
-# turns (A B A B ...) so that a VM whose speed drifts within minutes slows them alike; prints
+# turns (A B, B A, A B ...) so that a VM whose speed drifts within minutes slows them alike and
+# neither always runs second; prints
 # each binary's min and median wall time and its mean user and system CPU.
 #   bench/compare.sh [-n N] [-r ROUNDS] [-d DIR] SITEGEN...     (defaults: 2000, 12, /dev/shm)
 # Each binary gets its own copy of the site, out dir and state, built once before the rounds;
@@ -46,7 +47,13 @@ for i in "${!binaries[@]}"; do
   build "$i"
 done
 for round in $(seq 0 "$rounds"); do
+  # (Every other round in the reverse order: of two copies of one binary taken A B A B, the
+  # second gained 2-3% on this VM, twice; docs/performance.md, fifteenth session.)
+  order=()
   for i in "${!binaries[@]}"; do
+    if ((round % 2)); then order=("$i" "${order[@]}"); else order+=("$i"); fi
+  done
+  for i in "${order[@]}"; do
     edit "$work/$i/sites"
     if [[ $round -eq 0 ]]; then build "$i"; else build "$i" times; fi
   done
