@@ -206,20 +206,20 @@ bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>&
             // rules read of the site, ~13 ms at 2,000 stacks); a thread of the rules' own only
             // waits for the child process that runs them (it took CPU from the look and check).
             std::optional<Diagnostics> kept_rules;
-            if (rules_later && !site_diags.has_errors() && l.rules_memo) {
-                kept_rules.emplace(diags.cap());
-                if (!rules_from_memo(l.site, request.rule_dirs, *kept_rules, *l.rules_memo)) kept_rules.reset();
-            }
-            if (rules_later && !site_diags.has_errors() && !kept_rules) {
-                l.pending = std::make_unique<Loaded::PendingChecks>(diags.cap());
-                Loaded::PendingChecks& p = *l.pending;
-                p.thread = std::thread([&l, &p, &request] {
-                    try {
-                        run_rules(l.site, request.rule_dirs, p.rules, l.rules_memo.get(), l.rules_memo != nullptr);
-                    } catch (...) {
-                        p.failed = std::current_exception();
-                    }
-                });
+            if (rules_later && !site_diags.has_errors()) {
+                if (l.rules_memo && !rules_from_memo(l.site, request.rule_dirs, kept_rules.emplace(diags.cap()), *l.rules_memo))
+                    kept_rules.reset();
+                if (!kept_rules) {
+                    l.pending = std::make_unique<Loaded::PendingChecks>(diags.cap());
+                    Loaded::PendingChecks& p = *l.pending;
+                    p.thread = std::thread([&l, &p, &request] {
+                        try {
+                            run_rules(l.site, request.rule_dirs, p.rules, l.rules_memo.get(), l.rules_memo != nullptr);
+                        } catch (...) {
+                            p.failed = std::current_exception();
+                        }
+                    });
+                }
             }
             {
                 const TraceSpan span("check_site");
@@ -485,12 +485,13 @@ std::vector<KeptFile> reusable(const Publisher& publisher, const BuildState& sta
     const auto record = state.stacks.find(id);
     if (record == state.stacks.end() || record->second.key != key || record->second.files.empty()) return {};
     const BuildState::StackRecord& r = record->second;
+    const bool by_line = r.first_line != KnownFile::kNoLine;  // (else by path: lines not one run)
     std::vector<KeptFile> kept(r.files.size());
-    for (size_t i = 0; i < kept.size(); ++i)
-        if (r.first_line != KnownFile::kNoLine
-                ? !publisher.as_last_built(r.files[i], static_cast<uint32_t>(lines_from + r.first_line + i), kept[i])
-                : !publisher.as_last_built(r.files[i], kept[i]))
+    for (size_t i = 0; i < kept.size(); ++i) {
+        const uint32_t line = by_line ? static_cast<uint32_t>(lines_from + r.first_line + i) : 0;
+        if (!(by_line ? publisher.as_last_built(r.files[i], line, kept[i]) : publisher.as_last_built(r.files[i], kept[i])))
             return {};
+    }
     return kept;
 }
 

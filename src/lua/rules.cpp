@@ -601,12 +601,9 @@ bool kept_findings(const Site& site, const RuleSet& set, Diagnostics& diags, Rul
 
 bool rules_from_memo(const Site& site, const std::vector<std::string>& rule_dirs, Diagnostics& diags, RulesMemo& memo) {
     const TraceSpan span("rules");
-    Diagnostics listed(diags.cap());  // (what listing the rule files found: reported with the findings)
-    const RuleSet set = rule_set(site, rule_dirs, listed, &memo);
-    Diagnostics kept(diags.cap());
-    if (!kept_findings(site, set, kept, memo)) return false;
-    diags.append(listed);
-    diags.append(kept);
+    Diagnostics found(diags.cap());  // (what listing the rule files found, then the kept findings)
+    if (!kept_findings(site, rule_set(site, rule_dirs, found, &memo), found, memo)) return false;
+    diags.append(found);
     return true;
 }
 
@@ -617,12 +614,8 @@ void run_rules(const Site& site, const std::vector<std::string>& rule_dirs, Diag
     const std::vector<std::string>& files = set.files;
     if (!memo) return run_rule_files(site, files, diags);
     const std::string& key = set.key;
-    if (memo_checked) {
-        memo->reused = false;
-        memo->next.clear();
-    } else if (kept_findings(site, set, diags, *memo)) {
-        return;
-    }
+    // (rules_from_memo's kept_findings left `reused` and `next` cleared when it did not hold.)
+    if (!memo_checked && kept_findings(site, set, diags, *memo)) return;
     // The view is made here, once, for the children when the rules run (they share it with
     // this process) and for the digest of what they read.
     std::optional<TraceSpan> phase(std::in_place, "rules_view");
