@@ -420,6 +420,24 @@ public:
         return out;  // (moved: `taken ? out : scan()` copied its 30,000 entries)
     }
 
+    bool same_dirs(const std::string& dir, const std::vector<TreeEntry>& entries, unsigned threads) override {
+        const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) return false;
+        std::atomic<bool> same{true};
+        share_out_slices(entries.size(), 512, threads, [&](size_t i, unsigned) {
+            const TreeEntry& e = entries[i];
+            if (e.type != TreeEntry::Type::dir || !same.load(std::memory_order_relaxed)) return;
+            struct stat st;
+            if (e.path.empty() || e.path[0] == '/' ||  // (as entry(dir + "/" + path): below `dir`)
+                ::fstatat(fd, e.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+                static_cast<unsigned long long>(st.st_size) != e.size || mtime_ns_of(st) != e.mtime_ns ||
+                static_cast<unsigned long long>(st.st_ino) != e.ino || static_cast<unsigned>(st.st_mode & 07777) != e.mode)
+                same.store(false, std::memory_order_relaxed);
+        });
+        ::close(fd);
+        return same.load();
+    }
+
     bool entry(const std::string& path, TreeEntry& out) override {
         struct stat st;
         if (::lstat(path.c_str(), &st) != 0) return false;
@@ -678,6 +696,17 @@ bool MemoryFs::read(const std::string& path, std::string& out, std::string& erro
 }
 
 std::vector<TreeEntry> FileSystem::scan_known(const std::string& dir, const KnownTree&) { return scan(dir); }
+
+bool FileSystem::same_dirs(const std::string& dir, const std::vector<TreeEntry>& entries, unsigned) {
+    for (const TreeEntry& e : entries) {
+        TreeEntry now;
+        if (e.type == TreeEntry::Type::dir &&
+            (!entry(dir + "/" + e.path, now) || now.type != TreeEntry::Type::dir || now.size != e.size ||
+             now.mtime_ns != e.mtime_ns || now.ino != e.ino || now.mode != e.mode))
+            return false;
+    }
+    return true;
+}
 
 bool FileSystem::write_stat(const std::string& path, const std::string& data, bool executable, std::string& error,
                             TreeEntry& written) {

@@ -369,6 +369,55 @@ TEST_CASE("a known scan does not read a settled directory that still has its sta
     CHECK(make_disk_fs()->scan_known(t, recorded.known).size() == 6);
 }
 
+TEST_CASE("the directories of a recorded tree are the same while nothing is added, removed or put in their place", "[fs]") {
+    TempDir dir("fs-same-dirs");
+    const std::string t = dir.file("t");
+    for (const char* f : {"t/modulefiles/p/1.lua", "t/software/p/1/runscripts/job", "t/software/p/2/bin/x"})
+        dir.write(f, "x");
+    const RecordedTree recorded(t);
+    MemoryFs memory;  // (the default, through entry(): the same answers for the same tree)
+    for (const char* f : {"t/modulefiles/p/1.lua", "t/software/p/1/runscripts/job", "t/software/p/2/bin/x"}) {
+        std::string error;
+        REQUIRE(memory.write(f, "x", false, error));
+    }
+    const std::vector<TreeEntry> in_memory = memory.scan("t");
+    CHECK(memory.same_dirs("t", in_memory, 1));
+    auto disk = make_disk_fs();
+    for (const unsigned threads : {1u, 3u}) CHECK(disk->same_dirs(t, recorded.entries, threads));
+    CHECK(disk->same_dirs(t, {}, 1));
+    const auto changed = [&](auto&& change) {
+        std::vector<TreeEntry> entries = recorded.entries;
+        change(entries);
+        return !disk->same_dirs(t, entries, 1) && !disk->same_dirs(t, entries, 3);
+    };
+    // Another stat, a path outside the tree, a directory gone.
+    CHECK(changed([](auto& e) { for (auto& x : e) if (x.path == "software/p/1") x.mtime_ns += 1; }));
+    CHECK(changed([](auto& e) { for (auto& x : e) if (x.path == "software/p/1") x.path = "/" + x.path; }));
+    CHECK(changed([](auto& e) { e.push_back({"software/p/3", TreeEntry::Type::dir, 0755}); }));
+    // Files are passed over (their stats are the look's, not this one's).
+    CHECK(!changed([](auto& e) { for (auto& x : e) if (x.type == TreeEntry::Type::file) x.mtime_ns += 1; }));
+    // A file added to a directory changes its mtime; a directory put in place of another, its inode.
+    dir.write("t/software/p/1/runscripts/new", "x");
+    CHECK(!disk->same_dirs(t, recorded.entries, 1));
+    const RecordedTree again(t);
+    std::filesystem::rename(dir.file("t/software/p/2/bin"), dir.file("t/bin-was"));
+    std::filesystem::create_directory(dir.file("t/software/p/2/bin"));
+    std::vector<TreeEntry> but_bin;
+    for (const auto& e : again.entries)
+        if (e.path != "software/p/2") but_bin.push_back(e);
+    CHECK(!disk->same_dirs(t, but_bin, 1));
+    // A symlink to a directory in place of one is not a directory.
+    std::filesystem::remove(dir.file("t/software/p/2/bin"));
+    std::filesystem::create_directory_symlink(dir.file("t/bin-was"), dir.file("t/software/p/2/bin"));
+    std::vector<TreeEntry> only_bin;
+    for (const auto& e : again.entries)
+        if (e.path == "software/p/2/bin") only_bin.push_back(e);
+    REQUIRE(only_bin.size() == 1);
+    const TreeEntry target = [&] { TreeEntry e; REQUIRE(disk->entry(dir.file("t/bin-was"), e)); return e; }();
+    only_bin[0].size = target.size, only_bin[0].mtime_ns = target.mtime_ns, only_bin[0].ino = target.ino;
+    CHECK(!disk->same_dirs(t, only_bin, 1));
+}
+
 TEST_CASE("directories are made 0755 whatever the umask, and removal gets through locked ones", "[fs]") {
     TempDir dir("fs-test");
     TempDir outside("fs-outside");

@@ -453,15 +453,7 @@ bool spare_from_listing(FileSystem& fs, const std::string& staged, const TreeEnt
                         std::vector<TreeEntry>& out, std::vector<ListedFile>& files) {
     if (top.type != TreeEntry::Type::dir || !(stat_of(top) == listing.top) || !parse_listing(listing.text(), out, files))
         return false;
-    std::atomic<bool> same{true};
-    share_out_slices(out.size(), 512, fs.concurrent_reads() ? stat_threads() : 1, [&](size_t i, unsigned) {
-        const TreeEntry& e = out[i];
-        TreeEntry now;
-        if (e.type == TreeEntry::Type::dir && same.load(std::memory_order_relaxed) &&
-            (!fs.entry(staged + "/" + e.path, now) || now.type != TreeEntry::Type::dir || !(stat_of(now) == stat_of(e))))
-            same.store(false, std::memory_order_relaxed);
-    });
-    return same.load();
+    return fs.same_dirs(staged, out, fs.concurrent_reads() ? stat_threads() : 1);
 }
 
 }  // namespace
