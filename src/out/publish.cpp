@@ -310,6 +310,7 @@ struct Publisher::Root {
     // with their hash and mode (views into a `fresh` value, or a kept file's manifest line).
     std::vector<std::pair<std::string, ManifestLine>> to_link;
     bool spare_made = false;  // begin() made the spare (empty): removed again if the root stays
+    bool dir_stats_found = false;  // finish() found its directories' stats as swapped in, before the swap
     // Directories of the spare (relative to the root, "" = the root) in which this publish made
     // or removed an entry, with their parents (a made one may have been made with them): their
     // stat is not the look's any more.
@@ -999,7 +1000,16 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
                        manifest.text = manifest_of_root(r);
                        if (!options_.dry_run) manifest.hash = sha256_hex(manifest.text);
                    },
-                   [&] { differs = compare_live(r, report, diags, live_manifest); });
+                   [&] {
+                       differs = compare_live(r, report, diags, live_manifest);
+                       // A root that differs is swapped in: its directories' stats are found
+                       // while the manifest is still being made (the touches to come are taken
+                       // out after the swap: known_dir_stats).
+                       if (beside && differs && !options_.dry_run && !diags.has_errors()) {
+                           root_dir_stats(r, true, report);
+                           r.dir_stats_found = true;
+                       }
+                   });
         if (live_manifest && r.old_text == manifest.text && live_manifest->mode == 0644) {
             own_manifest.present = true;
             report.manifest_stats[root] = stat_of(*live_manifest);
@@ -1135,23 +1145,34 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
 // After a publish: the stat of each directory of each root as the look saw it, where nothing
 // changed it since: a root that stayed is the live tree looked at; a swapped-in one is the
 // spare looked at, less the directories touched while staging (and none of a spare made anew).
+// (A root swapped in whose stats were found beside the manifest's making, before the last of
+// its staging: the directories touched since are taken out.)
 void Publisher::known_dir_stats(const std::vector<Root*>& swapped, PublishReport& report) const {
     for (const Root& r : state_) {
         const bool staged = std::find(swapped.begin(), swapped.end(), &r) != swapped.end();
-        if (staged && r.spare_made) continue;
-        const std::vector<TreeEntry>& seen = staged ? r.spare : r.entries;
-        const TreeEntry& top = staged ? r.spare_top : r.top;
-        if (!(staged ? r.spare_exists : r.exists) || top.type != TreeEntry::Type::dir) continue;
-        report.looked[r.root] = staged ? looked_spares_at_ : looked_live_at_;
-        const auto keep = [&](std::string_view dir, const TreeEntry& e) {
-            if (staged && r.touched.count(dir)) return;
-            if (!dir.empty() && !r.fresh_dirs.count(dir)) return;  // (not a directory of the new tree)
-            report.dir_stats[dir.empty() ? r.root : r.root + "/" + std::string(dir)] = stat_of(e);
-        };
-        keep({}, top);
-        for (const TreeEntry& e : seen)
-            if (e.type == TreeEntry::Type::dir) keep(e.path, e);
+        if (staged && r.dir_stats_found) {
+            for (const auto& dir : r.touched) report.dir_stats.erase(dir.empty() ? r.root : r.root + "/" + dir);
+            continue;
+        }
+        root_dir_stats(r, staged, report);
     }
+}
+
+// known_dir_stats of one root (swapped in or not), the directories touched so far left out.
+void Publisher::root_dir_stats(const Root& r, bool staged, PublishReport& report) const {
+    if (staged && r.spare_made) return;
+    const std::vector<TreeEntry>& seen = staged ? r.spare : r.entries;
+    const TreeEntry& top = staged ? r.spare_top : r.top;
+    if (!(staged ? r.spare_exists : r.exists) || top.type != TreeEntry::Type::dir) return;
+    report.looked[r.root] = staged ? looked_spares_at_ : looked_live_at_;
+    const auto keep = [&](std::string_view dir, const TreeEntry& e) {
+        if (staged && r.touched.count(dir)) return;
+        if (!dir.empty() && !r.fresh_dirs.count(dir)) return;  // (not a directory of the new tree)
+        report.dir_stats[dir.empty() ? r.root : r.root + "/" + std::string(dir)] = stat_of(e);
+    };
+    keep({}, top);
+    for (const TreeEntry& e : seen)
+        if (e.type == TreeEntry::Type::dir) keep(e.path, e);
 }
 
 bool publish(FileSystem& fs, const std::vector<std::string>& roots, const OutputList& files,

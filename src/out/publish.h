@@ -170,6 +170,7 @@ private:
     void count_kept(KeptTally& tally);
     static std::string manifest_of_root(const Root& root);
     void known_dir_stats(const std::vector<Root*>& swapped, PublishReport& report) const;
+    void root_dir_stats(const Root& r, bool staged, PublishReport& report) const;
     KnownTree known_tree(const Root& r) const;
     bool looked_still_holds();
     void hand_edit(Diagnostics& diags, const Root& r, const std::string& rel, const std::string& why) const;

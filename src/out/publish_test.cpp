@@ -1,6 +1,7 @@
 // Publish: atomic swap, manifest, hand-edit detection, removal of stale files, crash safety.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <tuple>
 
@@ -658,4 +659,56 @@ TEST_CASE("the directory stats a publish reports are those on disk after it, and
     CHECK(same.dir_stats.count("modules-out/s"));
     CHECK(same.dir_stats.count("modules-out/s/software/a/2/bin"));
     CHECK(diags.error_count() == 0);
+}
+
+TEST_CASE("a big root's directory stats, found beside its manifest, leave out what the last of its staging changed", "[publish]") {
+    // (Over 4,096 entries with threads: finish() finds a swapped root's stats while its manifest
+    // is made, then stages what the spare lacks or holds in excess.)
+    test::TempDir dir("dir-stats-big");
+    const std::string out = dir.str();
+    auto fs = make_disk_fs();
+    Diagnostics diags;
+    PublishOptions options{out, false, false};
+    options.threads = true;
+    const auto big = [](const std::string& version) {
+        OutputList files;
+        for (int i = 0; i < 4200; ++i)
+            files.push_back({"modules-out/s/software/a/" + std::to_string(i % 60) + "/f" + std::to_string(i), "x\n", false});
+        files.push_back({"modules-out/s/modulefiles/a/1.lua", "setenv(\"V\", \"" + version + "\")\n", false});
+        files.push_back({"easyconfigs-out/s/a/a-1.eb", "name = 'a'\n", false});
+        std::sort(files.begin(), files.end(), [](const OutputFile& a, const OutputFile& b) { return a.path < b.path; });
+        return files;
+    };
+    // A: with a file only it has; B: without it, one file changed (A is the spare after B);
+    // C: B with the module changed, staged into A: the file only A has is removed from a
+    // directory that stays, B's changed file is linked in, the manifest rewritten.
+    OutputList a = big("a");
+    a.push_back({"modules-out/s/software/a/7/only-a", "a\n", false});
+    std::sort(a.begin(), a.end(), [](const OutputFile& x, const OutputFile& y) { return x.path < y.path; });
+    OutputList b = big("a");
+    for (auto& f : b)
+        if (f.path == "modules-out/s/software/a/3/f3") f.contents = "changed\n";
+    OutputList c = b;
+    for (auto& f : c)
+        if (f.path == "modules-out/s/modulefiles/a/1.lua") f.contents = "setenv(\"V\", \"c\")\n";
+    PublishReport first, second, third;
+    REQUIRE(publish(*fs, kRoots, a, options, first, diags));
+    REQUIRE(publish(*fs, kRoots, b, options, second, diags));
+    REQUIRE(publish(*fs, kRoots, c, options, third, diags));
+    REQUIRE(diags.error_count() == 0);
+    size_t checked = 0;
+    for (const auto& [path, stat] : third.dir_stats) {
+        TreeEntry e;
+        REQUIRE(fs->entry(out + "/" + path, e));
+        INFO(path);
+        CHECK(e.type == TreeEntry::Type::dir);
+        CHECK(stat_of(e) == stat);
+        ++checked;
+    }
+    CHECK(checked >= 58);  // (the 60 directories of software/a but the two touched; touches take in their parents)
+    CHECK(third.dir_stats.count("modules-out/s/software/a/1"));         // untouched
+    CHECK_FALSE(third.dir_stats.count("modules-out/s/software/a/7"));   // a file removed from it while finishing
+    CHECK_FALSE(third.dir_stats.count("modules-out/s/modulefiles/a"));  // a file replaced in it
+    CHECK_FALSE(third.dir_stats.count("modules-out/s"));                // its manifest rewritten
+    CHECK(third.dir_stats.count("easyconfigs-out/s/a"));                // a root that stayed
 }
