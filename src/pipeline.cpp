@@ -624,13 +624,13 @@ struct PreparedSite {
 // to the publisher in stack order, recording them in `next`; rendered modulefiles are
 // self-checked meanwhile.
 void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const BuildState& last, BuildState& next,
-                 Diagnostics& diags) {
+                 Diagnostics& diags, EarlyChild* early_check) {
     const TraceSpan span("render_site");
     // Stacks render on worker threads and come back here in stack order, hashed, to be
     // staged; the self-check runs on batches of modulefiles meanwhile (render_threads()
     // == 1: one after the other in this thread, as before).
     const unsigned threads = render_threads();
-    BatchedSelfCheck self_check(threads > 1);  // what the self-check runs
+    BatchedSelfCheck self_check(threads > 1, 1024, early_check);  // what the self-check runs
     const size_t twice_before = publisher.added_twice().size();
     // The last stack to render: once it is delivered, the self-check need not wait for the
     // kept stacks after it (a one-stack rebuild hands over ~2,000 kept ones meanwhile).
@@ -883,6 +883,11 @@ Result run_build(FileSystem& fs, const Request& request) {
     Request resolved = request;
     resolved.sites.clear();
     if (!resolve_sites(fs, request, resolved.sites, result)) return result;
+    // The self-check's first child, forked now, while this process is small (EarlyChild): the
+    // first modulefiles a build renders are checked in it; a build that renders none lets it go.
+    std::optional<TraceSpan> forking(std::in_place, "early_child");
+    EarlyChild early_check(early_self_check());
+    forking.reset();
 
     // The publish is prepared from the site names alone (each site's roots are named after it,
     // as load checks): the last build's state, if it still describes the roots, and the
@@ -1063,7 +1068,7 @@ Result run_build(FileSystem& fs, const Request& request) {
     // the spare trees and keeps their hashes), so the build holds one stack's output at a time,
     // plus the modulefiles for the self-check.
     for (size_t s = 0; s < sites.size() && !diags.has_errors(); ++s)
-        render_site(sites[s], prepared[s], publisher, last[s], next[s], diags);
+        render_site(sites[s], prepared[s], publisher, last[s], next[s], diags, &early_check);
     // Errors of rendering or the self-check (a failed write is the publisher's: exit 3 below).
     if (diags.has_errors() && !publisher.io_error()) {
         publisher.discard();

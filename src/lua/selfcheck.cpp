@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <limits>
 #include <regex>
+#include <stdexcept>
+#include <utility>
 
 #include "lua/lua_sandbox.h"
 #include "lua/supervisor.h"
@@ -866,7 +868,68 @@ ModuleRecord record_modulefile(const std::string& text, const std::string& chunk
     return out;
 }
 
-size_t self_check_each(const OutputList& files, const std::function<void(size_t, Diagnostic)>& report) {
+namespace {
+
+// Checks modulefiles[start...] one after the other, each between a step and a done message
+// with its findings.
+void check_modulefiles(const std::vector<const OutputFile*>& modulefiles, size_t start, Outbox& box) {
+    try {
+        ModulefileRecorder recorder;
+        for (size_t i = start; i < modulefiles.size(); ++i) {
+            box.send(MessageWriter().u8(kStep).i64(static_cast<int64_t>(i)).bytes());
+            Diagnostics found(std::numeric_limits<size_t>::max());
+            check_one(recorder, *modulefiles[i], found);
+            for (const auto& d : found.all()) {
+                MessageWriter w;
+                w.u8(kFinding);
+                put_diagnostic(w, d);
+                box.send(w.bytes());
+            }
+            box.send(MessageWriter().u8(kDone).bytes());
+        }
+    } catch (const std::exception& e) {  // e.g. no memory for the sandbox: nothing goes out unchecked
+        Diagnostic d;
+        d.message = std::string("the modulefile self-check could not run: ") + e.what();
+        MessageWriter w;
+        w.u8(kFinding);
+        put_diagnostic(w, d);
+        box.send(w.bytes());
+    }
+}
+
+// What an early child checks: the modulefiles, each its path and text.
+std::string early_input(const std::vector<const OutputFile*>& modulefiles) {
+    size_t bytes = 8;
+    for (const OutputFile* f : modulefiles) bytes += 17 + f->path.size() + f->contents.size();
+    MessageWriter w;
+    w.reserve(bytes);
+    w.i64(static_cast<int64_t>(modulefiles.size()));
+    for (const OutputFile* f : modulefiles) w.str(f->path).str(f->contents).u8(f->executable ? 1 : 0);
+    return w.take();
+}
+
+}  // namespace
+
+EarlyChild::Body early_self_check() {
+    return [](std::string_view input, Outbox& box) {
+        MessageReader m(input);
+        const int64_t n = m.i64();
+        OutputList files;
+        for (int64_t i = 0; m.ok() && i < n; ++i) {
+            OutputFile& f = files.emplace_back();
+            f.path = m.str();
+            f.contents = m.str();
+            f.executable = m.u8() != 0;
+        }
+        if (!m.ok()) throw std::runtime_error("the self-check's input is cut short");  // (its child exits 3: crashed)
+        std::vector<const OutputFile*> modulefiles;
+        for (const OutputFile& f : files) modulefiles.push_back(&f);
+        check_modulefiles(modulefiles, 0, box);
+    };
+}
+
+size_t self_check_each(const OutputList& files, const std::function<void(size_t, Diagnostic)>& report,
+                       EarlyChild* early) {
     std::vector<const OutputFile*> modulefiles;
     std::vector<size_t> index;  // of each in `files`
     for (size_t i = 0; i < files.size(); ++i)
@@ -876,31 +939,8 @@ size_t self_check_each(const OutputList& files, const std::function<void(size_t,
         }
     size_t next = 0, step = 0;  // where the next child starts; the file being evaluated
     bool running = false;
-    const auto body = [&](Outbox& box) {
-        const size_t start = next;  // (in process, messages update `next` meanwhile)
-        try {
-            ModulefileRecorder recorder;
-            for (size_t i = start; i < modulefiles.size(); ++i) {
-                box.send(MessageWriter().u8(kStep).i64(static_cast<int64_t>(i)).bytes());
-                Diagnostics found(std::numeric_limits<size_t>::max());
-                check_one(recorder, *modulefiles[i], found);
-                for (const auto& d : found.all()) {
-                    MessageWriter w;
-                    w.u8(kFinding);
-                    put_diagnostic(w, d);
-                    box.send(w.bytes());
-                }
-                box.send(MessageWriter().u8(kDone).bytes());
-            }
-        } catch (const std::exception& e) {  // e.g. no memory for the sandbox: nothing goes out unchecked
-            Diagnostic d;
-            d.message = std::string("the modulefile self-check could not run: ") + e.what();
-            MessageWriter w;
-            w.u8(kFinding);
-            put_diagnostic(w, d);
-            box.send(w.bytes());
-        }
-    };
+    // (In process, messages update `next` while the body runs: it starts where it stood.)
+    const auto body = [&](Outbox& box) { check_modulefiles(modulefiles, next, box); };
     const auto on_message = [&](std::string_view bytes) {
         MessageReader m(bytes);
         switch (m.u8()) {
@@ -915,7 +955,9 @@ size_t self_check_each(const OutputList& files, const std::function<void(size_t,
         }
     };
     while (next < modulefiles.size()) {
-        const RunEnd end = run_supervised(body, on_message);
+        // (The early child, when given, checks from the first file: it holds the same files.)
+        const RunEnd end = early && next == 0 ? std::exchange(early, nullptr)->run(early_input(modulefiles), on_message)
+                                              : run_supervised(body, on_message);
         // Finished before the last file was done: the check could not go on (its finding is sent).
         if (end.kind == RunEnd::Kind::finished) return next < modulefiles.size() ? index[running ? step : next] : files.size();
         const size_t at = running ? step : next;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "lua/supervisor.h"
 #include "site/diagnostics.h"
 #include "render/emit.h"
 
@@ -61,7 +62,12 @@ void self_check_modulefiles(const OutputList& files, Diagnostics& diags);
 // file it is about. Returns the index of the file after which the check could not go on (its
 // finding says why; later files are unchecked), or files.size() when every file was checked.
 // Each file's findings depend on that file alone.
-size_t self_check_each(const OutputList& files, const std::function<void(size_t, Diagnostic)>& report);
+// With `early` (an EarlyChild of early_self_check(), not run yet), that child checks first.
+size_t self_check_each(const OutputList& files, const std::function<void(size_t, Diagnostic)>& report,
+                       EarlyChild* early = nullptr);
+// The body of an EarlyChild that self_check_each can give its files to (one made before a
+// build's memory grows: see EarlyChild).
+EarlyChild::Body early_self_check();
 // Whether self_check_modulefiles checks `path` (a Lua modulefile of a module tree).
 bool is_self_checked(const std::string& path);
 

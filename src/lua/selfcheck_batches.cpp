@@ -16,8 +16,8 @@ constexpr size_t kMaxWaiting = 2;  // batches queued and not yet being checked
 constexpr size_t kSplitAtLeast = 64;
 }
 
-BatchedSelfCheck::BatchedSelfCheck(bool background, size_t batch)
-    : background_(background), batch_size_(std::max<size_t>(batch, 1)) {}
+BatchedSelfCheck::BatchedSelfCheck(bool background, size_t batch, EarlyChild* early)
+    : background_(background), batch_size_(std::max<size_t>(batch, 1)), early_(early) {}
 
 BatchedSelfCheck::~BatchedSelfCheck() {
     {
@@ -69,7 +69,8 @@ void BatchedSelfCheck::work() {
         std::vector<Found> found;
         size_t stopped = b.files.size();
         try {
-            stopped = self_check_each(b.files, [&](size_t i, Diagnostic d) { found.push_back({b.first + i, std::move(d)}); });
+            stopped = self_check_each(b.files, [&](size_t i, Diagnostic d) { found.push_back({b.first + i, std::move(d)}); },
+                                      claim_early());
         } catch (...) {  // (e.g. no memory) finish() throws it, as the whole check would have
             std::lock_guard<std::mutex> lock(m_);
             if (!error_) error_ = std::current_exception();
@@ -83,6 +84,11 @@ void BatchedSelfCheck::work() {
     }
 }
 
+EarlyChild* BatchedSelfCheck::claim_early() {
+    EarlyChild* early = early_.exchange(nullptr);
+    return early && early->claim() ? early : nullptr;
+}
+
 void BatchedSelfCheck::flush() {
     if (!background_ || pending_.empty()) return;
     if (pending_.size() >= kSplitAtLeast) send_batch(pending_.size() / 2, true, true);
@@ -92,7 +98,7 @@ void BatchedSelfCheck::flush() {
 void BatchedSelfCheck::finish(Diagnostics& diags) {
     if (!background_) {  // all files at once, as before batching
         std::stable_sort(pending_.begin(), pending_.end(), [](const OutputFile& a, const OutputFile& b) { return a.path < b.path; });
-        self_check_modulefiles(pending_, diags);
+        self_check_each(pending_, [&](size_t, Diagnostic d) { diags.add(std::move(d)); }, claim_early());
         pending_ = {};
         return;
     }

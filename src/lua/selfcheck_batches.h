@@ -1,6 +1,7 @@
 // selfcheck_batches: the modulefile self-check run in batches on a background thread while the build renders, its findings as the whole check gives them.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -10,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "lua/supervisor.h"
 #include "render/emit.h"
 #include "site/diagnostics.h"
 
@@ -27,7 +29,9 @@ namespace sitegen {
 // system time from 3.8 to 3.3 s against 256 (docs/performance.md).
 class BatchedSelfCheck {
 public:
-    explicit BatchedSelfCheck(bool background, size_t batch = 1024);
+    // With `early` (an EarlyChild of early_self_check(), outliving this), the first batch is
+    // checked by that child, unless another check claimed it first.
+    explicit BatchedSelfCheck(bool background, size_t batch = 1024, EarlyChild* early = nullptr);
     // Stops the background thread, dropping what is not checked yet (a build that failed).
     ~BatchedSelfCheck();
     BatchedSelfCheck(const BatchedSelfCheck&) = delete;
@@ -52,6 +56,7 @@ private:
     // worker if it is not yet running and `start_worker`.
     void send_batch(size_t files, bool wait, bool start_worker);
     void work();
+    EarlyChild* claim_early();  // the early child, for the first caller (when no other build's batch took it)
 
     const bool background_;
     const size_t batch_size_;
@@ -65,6 +70,7 @@ private:
     std::exception_ptr error_;      // what a batch's check threw; guarded by m_
     bool closing_ = false, abandon_ = false;
     std::thread worker_;
+    std::atomic<EarlyChild*> early_;  // (taken by the first batch checked)
 };
 
 }  // namespace sitegen

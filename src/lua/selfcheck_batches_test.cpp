@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,23 @@ TEST_CASE("batched self-check findings are those of one check of all files sorte
                 CHECK(got.error_count() == expected.error_count());
                 CHECK(render_all(got, {}) == render_all(expected, {}));
             }
+        // The first batch checked by an early child (forked before the files exist), the whole
+        // check in it (stopped at the stuck file, then went on in children of its own) or only
+        // the first of several batches.
+        for (const auto& [background, batch] : {std::pair{false, size_t{256}}, std::pair{true, size_t{64}},
+                                                std::pair{true, size_t{1000}}}) {
+            INFO("an early child, " << (background ? "background, batch " : "in finish(), batch ") << batch);
+            EarlyChild early(early_self_check());
+            Diagnostics got(cap);
+            {
+                BatchedSelfCheck check(background, batch, &early);
+                for (const auto& f : files) check.add(f);
+                check.finish(got);
+            }
+            CHECK_FALSE(early.claim());  // (it was taken)
+            CHECK(shown(got) == shown(expected));
+            CHECK(render_all(got, {}) == render_all(expected, {}));
+        }
     }
 }
 

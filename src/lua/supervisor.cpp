@@ -10,9 +10,11 @@
 #include <exception>
 #include <fcntl.h>
 #include <new>
+#include <utility>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -214,6 +216,93 @@ void watch_position(const char* source, int line) {
     page->published.store(next, std::memory_order_release);
 }
 
+namespace {
+
+// The parent's side of a supervised run: the child `pid`'s messages from `fd` (closed here)
+// to on_message, a kill at its call's deadline, then its end (reaped here).
+RunEnd supervise(pid_t pid, int fd, WatchPage* page, const std::function<void(std::string_view)>& on_message) {
+    RunEnd end;
+    ::fcntl(fd, F_SETFL, O_NONBLOCK);
+    FrameReader frames(on_message);
+    bool killed = false, broken = false, eof = false;
+    char buf[65536];
+    while (!eof) {
+        const int64_t deadline = page->deadline_ns.load(std::memory_order_acquire);
+        int timeout = kIdleTickMs;
+        if (deadline != 0) {
+            const int64_t left = deadline + kKillSlackNs - now_ns();
+            if (left <= 0) {
+                // A call that had too little of the CPU to use its time runs on (its deadline
+                // moved on, unless the call ended or the child moved it meanwhile).
+                if (const int64_t more = child_time_left_ns(pid, *page); more > 0) {
+                    int64_t passed = deadline;
+                    page->deadline_ns.compare_exchange_strong(passed, now_ns() + more, std::memory_order_acq_rel);
+                    continue;
+                }
+                ::kill(pid, SIGKILL);
+                killed = true;
+                break;
+            }
+            timeout = static_cast<int>(std::min<int64_t>(left / 1'000'000 + 1, kIdleTickMs * 50));
+        }
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, timeout) < 0 && errno != EINTR) {
+            ::kill(pid, SIGKILL);
+            broken = true;
+            break;
+        }
+        for (;;) {
+            const ssize_t n = ::read(fd, buf, sizeof buf);
+            if (n > 0) {
+                if (!frames.feed(buf, static_cast<size_t>(n))) {
+                    ::kill(pid, SIGKILL);
+                    broken = true;
+                    eof = true;
+                    break;
+                }
+                continue;
+            }
+            if (n == 0) eof = true;
+            else if (errno == EINTR) continue;
+            else if (errno != EAGAIN) eof = broken = true;
+            break;
+        }
+    }
+    // What the child wrote before it died is still in the pipe: deliver whole frames.
+    if (killed) {
+        ::fcntl(fd, F_SETFL, 0);
+        for (;;) {
+            const ssize_t n = ::read(fd, buf, sizeof buf);
+            if (n > 0 && frames.feed(buf, static_cast<size_t>(n))) continue;
+            if (n < 0 && errno == EINTR) continue;
+            break;
+        }
+    }
+    ::close(fd);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    const auto& slot = page->slots[page->published.load(std::memory_order_acquire) % 2];
+    char source[sizeof slot.source];
+    std::memcpy(source, slot.source, sizeof source);
+    source[sizeof source - 1] = 0;
+    if (killed) {
+        end.kind = RunEnd::Kind::timed_out;
+        end.why = "time limit exceeded: ran longer than " + std::to_string(page->wall_ms.load()) +
+                  " ms (stopped in a library call, e.g. a backtracking pattern?)";
+    } else if (broken || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        end.kind = RunEnd::Kind::crashed;
+        end.why = broken ? "the process running it sent a malformed message" : exit_text(status);
+    }
+    if (end.kind != RunEnd::Kind::finished && source[0]) {
+        end.file = display(source);
+        end.line = slot.line;
+    }
+    return end;
+}
+
+}  // namespace
+
 RunEnd run_supervised(const std::function<void(Outbox&)>& body,
                       const std::function<void(std::string_view)>& on_message) {
     RunEnd end;
@@ -254,82 +343,121 @@ RunEnd run_supervised(const std::function<void(Outbox&)>& body,
         end.why = std::string("cannot start a process to run it: ") + std::strerror(errno);
         return end;
     }
-    ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
-    FrameReader frames(on_message);
-    bool killed = false, broken = false, eof = false;
-    char buf[65536];
-    while (!eof) {
-        const int64_t deadline = page->deadline_ns.load(std::memory_order_acquire);
-        int timeout = kIdleTickMs;
-        if (deadline != 0) {
-            const int64_t left = deadline + kKillSlackNs - now_ns();
-            if (left <= 0) {
-                // A call that had too little of the CPU to use its time runs on (its deadline
-                // moved on, unless the call ended or the child moved it meanwhile).
-                if (const int64_t more = child_time_left_ns(pid, *page); more > 0) {
-                    int64_t passed = deadline;
-                    page->deadline_ns.compare_exchange_strong(passed, now_ns() + more, std::memory_order_acq_rel);
-                    continue;
-                }
-                ::kill(pid, SIGKILL);
-                killed = true;
-                break;
-            }
-            timeout = static_cast<int>(std::min<int64_t>(left / 1'000'000 + 1, kIdleTickMs * 50));
+    return supervise(pid, fds[0], page, on_message);
+}
+
+namespace {
+
+// An early child's input: its length (8 bytes, little-endian), then its bytes.
+bool send_all(int fd, const char* p, size_t n) {
+    while (n > 0) {
+        const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return false;
         }
-        pollfd p{fds[0], POLLIN, 0};
-        if (::poll(&p, 1, timeout) < 0 && errno != EINTR) {
-            ::kill(pid, SIGKILL);
-            broken = true;
-            break;
-        }
-        for (;;) {
-            const ssize_t n = ::read(fds[0], buf, sizeof buf);
-            if (n > 0) {
-                if (!frames.feed(buf, static_cast<size_t>(n))) {
-                    ::kill(pid, SIGKILL);
-                    broken = true;
-                    eof = true;
-                    break;
-                }
-                continue;
-            }
-            if (n == 0) eof = true;
-            else if (errno == EINTR) continue;
-            else if (errno != EAGAIN) eof = broken = true;
-            break;
+        p += w;
+        n -= static_cast<size_t>(w);
+    }
+    return true;
+}
+
+bool read_all(int fd, char* p, size_t n) {
+    while (n > 0) {
+        const ssize_t r = ::read(fd, p, n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        p += r;
+        n -= static_cast<size_t>(r);
+    }
+    return true;
+}
+
+}  // namespace
+
+EarlyChild::EarlyChild(Body body) : body_(std::move(body)) {
+    if (g_isolation.load() == LuaIsolation::in_process || page_of_this_child()) return;  // (run() runs it here)
+    void* mem = ::mmap(nullptr, sizeof(WatchPage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        why_not_ = std::string("cannot map memory for a supervised process: ") + std::strerror(errno);
+        return;
+    }
+    page_ = new (mem) WatchPage();
+    int fds[2];  // (one socket each way: the input goes in, the messages come back)
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+        why_not_ = std::string("cannot create a socket pair: ") + std::strerror(errno);
+        ::munmap(mem, sizeof(WatchPage));
+        page_ = nullptr;
+        return;
+    }
+    const int child_fd = fds[1];
+    const std::function<void(Outbox&)> child_body = [this, child_fd](Outbox& box) {
+        unsigned char head[8];
+        if (!read_all(child_fd, reinterpret_cast<char*>(head), sizeof head)) ::_exit(0);  // never given its input
+        uint64_t n = 0;
+        for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(head[i]) << (8 * i);
+        std::string input(static_cast<size_t>(n), '\0');
+        if (!read_all(child_fd, input.data(), input.size())) ::_exit(0);
+        body_(input, box);
+    };
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::close(fds[0]);
+        child_main(child_fd, parent, page_, child_body);
+    }
+    ::close(fds[1]);
+    if (pid < 0) {
+        ::close(fds[0]);
+        why_not_ = std::string("cannot start a process to run it: ") + std::strerror(errno);
+        ::munmap(mem, sizeof(WatchPage));
+        page_ = nullptr;
+        return;
+    }
+    pid_ = pid;
+    fd_ = fds[0];
+}
+
+EarlyChild::~EarlyChild() {
+    if (pid_ > 0) {
+        ::close(fd_);  // (its read of the input ends: it exits)
+        int status = 0;
+        while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
         }
     }
-    // What the child wrote before it died is still in the pipe: deliver whole frames.
-    if (killed) {
-        ::fcntl(fds[0], F_SETFL, 0);
-        for (;;) {
-            const ssize_t n = ::read(fds[0], buf, sizeof buf);
-            if (n > 0 && frames.feed(buf, static_cast<size_t>(n))) continue;
-            if (n < 0 && errno == EINTR) continue;
-            break;
-        }
-    }
-    ::close(fds[0]);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    const auto& slot = page->slots[page->published.load(std::memory_order_acquire) % 2];
-    char source[sizeof slot.source];
-    std::memcpy(source, slot.source, sizeof source);
-    source[sizeof source - 1] = 0;
-    if (killed) {
-        end.kind = RunEnd::Kind::timed_out;
-        end.why = "time limit exceeded: ran longer than " + std::to_string(page->wall_ms.load()) +
-                  " ms (stopped in a library call, e.g. a backtracking pattern?)";
-    } else if (broken || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (page_) ::munmap(page_, sizeof(WatchPage));
+}
+
+RunEnd EarlyChild::run(std::string_view input, const std::function<void(std::string_view)>& on_message) {
+    RunEnd end;
+    if (ran_) {
         end.kind = RunEnd::Kind::crashed;
-        end.why = broken ? "the process running it sent a malformed message" : exit_text(status);
+        end.why = "an early child runs once";
+        return end;
     }
-    if (end.kind != RunEnd::Kind::finished && source[0]) {
-        end.file = display(source);
-        end.line = slot.line;
+    ran_ = true;
+    if (!why_not_.empty()) {
+        end.kind = RunEnd::Kind::crashed;
+        end.why = why_not_;
+        return end;
     }
+    if (pid_ <= 0) {  // (in process)
+        DirectOutbox box(on_message);
+        try {
+            body_(input, box);
+        } catch (const std::exception& e) {
+            end.kind = RunEnd::Kind::crashed;
+            end.why = std::string("failed: ") + e.what();
+        }
+        return end;
+    }
+    // Sent whole before its messages are read (it reads all of it first); when it cannot be
+    // sent the child is gone, and supervise() says how it ended.
+    std::string head(8, '\0');
+    for (int i = 0; i < 8; ++i) head[static_cast<size_t>(i)] = static_cast<char>((static_cast<uint64_t>(input.size()) >> (8 * i)) & 0xFF);
+    if (send_all(fd_, head.data(), head.size())) (void)send_all(fd_, input.data(), input.size());
+    const pid_t pid = std::exchange(pid_, -1);
+    end = supervise(pid, std::exchange(fd_, -1), page_, on_message);
     return end;
 }
 

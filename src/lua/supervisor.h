@@ -11,6 +11,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
 
 #include "site/diagnostics.h"
 
@@ -82,13 +83,43 @@ struct RunEnd {
 RunEnd run_supervised(const std::function<void(Outbox&)>& body,
                       const std::function<void(std::string_view)>& on_message);
 
+// A supervised child forked before its input exists, while this process is small: a fork late
+// in a build copies the page tables of ~100 MB (stalling the build's other threads as they
+// fault meanwhile), and each page either side writes afterwards is copied. run() sends it its
+// input and supervises it as run_supervised does; until then it waits, holding nothing of this
+// process's open files. In process (LuaIsolation) run() runs the body here.
+class EarlyChild {
+public:
+    using Body = std::function<void(std::string_view input, Outbox&)>;
+    explicit EarlyChild(Body body);  // forks now
+    ~EarlyChild();                   // one never run ends (its input closed) and is reaped here
+    EarlyChild(const EarlyChild&) = delete;
+    EarlyChild& operator=(const EarlyChild&) = delete;
+    // True for the first caller only: the one that may run it (several may be offered it).
+    bool claim() { return !claimed_.exchange(true); }
+    // body(input, outbox) in the child, as run_supervised(body, on_message) would run it.
+    // Once (a second run is a crashed one); never throws.
+    RunEnd run(std::string_view input, const std::function<void(std::string_view)>& on_message);
+
+private:
+    Body body_;
+    pid_t pid_ = -1;
+    int fd_ = -1;
+    WatchPage* page_ = nullptr;
+    std::string why_not_;  // why it could not start (run() says so)
+    bool ran_ = false;
+    std::atomic<bool> claimed_{false};
+};
+
 // A small binary encoding for messages.
 class MessageWriter {
 public:
     MessageWriter& u8(uint8_t v);
     MessageWriter& i64(int64_t v);
     MessageWriter& str(std::string_view v);
+    MessageWriter& reserve(size_t bytes) { out_.reserve(bytes); return *this; }
     const std::string& bytes() const { return out_; }
+    std::string take() { return std::move(out_); }
 
 private:
     std::string out_;

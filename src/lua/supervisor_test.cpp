@@ -1,11 +1,16 @@
 // Supervised runs: messages arrive in order, a call stuck in C is killed at its wall limit and
 // reported at the line that called it, a child that dies is reported, the child holds none of
-// the parent's files.
+// the parent's files; an early child (forked before its input) alike, and reaped unused.
 #include <catch2/catch.hpp>
 
 #include <chrono>
 #include <csignal>
 #include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
 #include <sys/file.h>
 #include <thread>
 #include <unistd.h>
@@ -221,4 +226,104 @@ TEST_CASE("messages decode safely whatever the bytes", "[lua][supervisor]") {
     CHECK(back.where.column == 4);
     CHECK(back.message == "m");
     CHECK(back.hint == "h");
+}
+
+namespace {
+int g_changed_after_fork = 0;  // (a value the parent changes after an early child's fork)
+}  // namespace
+
+TEST_CASE("an early child is forked at once and runs its body on the input given later, as a supervised run", "[lua][supervisor]") {
+    Isolation scope(LuaIsolation::child_process);
+    g_changed_after_fork = 1;
+    EarlyChild early([](std::string_view input, Outbox& out) {
+        out.send("pid " + std::to_string(::getpid()));
+        out.send("seen " + std::to_string(g_changed_after_fork));
+        out.send(input);
+        out.send(std::string(3 << 20, 'z'));  // larger than a socket's buffer
+    });
+    g_changed_after_fork = 2;  // (the child was forked before: it still sees 1)
+    const std::string input = std::string(5 << 20, 'i') + "end";  // sent whole before any answer is read
+    CHECK(early.claim());
+    CHECK_FALSE(early.claim());
+    std::vector<std::string> got;
+    const RunEnd end = early.run(input, [&](std::string_view m) { got.emplace_back(m); });
+    CHECK(end.kind == RunEnd::Kind::finished);
+    REQUIRE(got.size() == 4);
+    CHECK(got[0] != "pid " + std::to_string(::getpid()));
+    CHECK(got[1] == "seen 1");
+    CHECK(got[2] == input);
+    CHECK(got[3].size() == (3u << 20));
+    const RunEnd again = early.run("x", [](std::string_view) {});
+    CHECK(again.kind == RunEnd::Kind::crashed);
+    CHECK(again.why == "an early child runs once");
+}
+
+TEST_CASE("an early child ends as a supervised run does: killed at its deadline, or dead, with what it sent", "[lua][supervisor]") {
+    Isolation scope(LuaIsolation::child_process);
+    EarlyChild stuck([](std::string_view, Outbox& out) {
+        SandboxLimits limits;
+        limits.wall = std::chrono::milliseconds(300);
+        limits.instructions = uint64_t{1} << 50;
+        LuaSandbox sandbox(limits);
+        out.send("before");
+        const LuaResult r = sandbox.run("local s = ('a'):rep(40)\nlocal x = s:match(('a*'):rep(12) .. 'b')", "@rules/stuck.lua");
+        out.send("after: " + r.describe());
+    });
+    std::vector<std::string> got;
+    const auto start = std::chrono::steady_clock::now();
+    const RunEnd killed = stuck.run("", [&](std::string_view m) { got.emplace_back(m); });
+    const double took = since(start);
+    INFO(killed.why << " after " << took << " s");
+    CHECK(killed.kind == RunEnd::Kind::timed_out);
+    CHECK(killed.file == "rules/stuck.lua");
+    CHECK(killed.line == 2);
+    CHECK(got == std::vector<std::string>{"before"});
+    CHECK(took < 1.5);
+    EarlyChild dies([](std::string_view, Outbox&) { std::raise(SIGSEGV); });
+    const RunEnd segv = dies.run("", [](std::string_view) {});
+    CHECK(segv.kind == RunEnd::Kind::crashed);
+    CHECK_THAT(segv.why, Catch::Matchers::Contains("died of signal 11 (SIGSEGV)"));
+}
+
+TEST_CASE("an early child never run goes when it is dropped, and holds none of the parent's open files", "[lua][supervisor]") {
+    Isolation scope(LuaIsolation::child_process);
+    sitegen::test::TempDir dir("supervisor-early");
+    const int fd = ::open(dir.file("lock").c_str(), O_RDWR | O_CREAT, 0644);  // no O_CLOEXEC: fork keeps it
+    REQUIRE(fd >= 0);
+    {
+        EarlyChild early([fd](std::string_view, Outbox& out) { out.send(::fcntl(fd, F_GETFD) == -1 ? "closed" : "open"); });
+        std::string seen;
+        early.run("", [&](std::string_view m) { seen = std::string(m); });
+        CHECK(seen == "closed");
+    }
+    // Every child is reaped: none is left (not even a zombie) among this process's children.
+    const auto children = [] {  // (by /proc/PID/stat's parent field: zombies have one too)
+        std::set<std::string> pids;
+        const std::string self = std::to_string(::getpid());
+        for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+            const std::string name = entry.path().filename().string();
+            if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+            std::ifstream in(entry.path() / "stat");
+            const std::string stat(std::istreambuf_iterator<char>(in), {});
+            const size_t paren = stat.rfind(')');
+            if (paren == std::string::npos) continue;
+            std::istringstream rest(stat.substr(paren + 1));
+            std::string state, ppid;
+            if (rest >> state >> ppid && ppid == self) pids.insert(name);
+        }
+        return pids;
+    };
+    const std::set<std::string> before = children();
+    for (int i = 0; i < 20; ++i) EarlyChild unused([](std::string_view, Outbox&) {});
+    CHECK(children() == before);
+    ::close(fd);
+}
+
+TEST_CASE("an early child in process runs its body here", "[lua][supervisor]") {
+    Isolation scope(LuaIsolation::in_process);
+    const pid_t self = ::getpid();
+    EarlyChild early([&](std::string_view input, Outbox& out) { out.send(std::to_string(::getpid()) + " " + std::string(input)); });
+    std::string seen;
+    CHECK(early.run("in", [&](std::string_view m) { seen = std::string(m); }).kind == RunEnd::Kind::finished);
+    CHECK(seen == std::to_string(self) + " in");
 }
