@@ -958,19 +958,20 @@ Result run_build(FileSystem& fs, const Request& request) {
     std::vector<PreparedSite> prepared;
     // The look's two halves: the live roots on the look's thread from the start; the spares,
     // on four CPUs or more, after them on that thread (on 16 cores it ends ~50 ms before this
-    // one has loaded, checked and keyed the sites), else on whichever thread is free first once
-    // the sites are keyed (the rules then run in a child process). Below four CPUs this thread also reads the last states first
-    // while the look's thread reads the live manifests (it then waits for their heads: its scans
-    // take the directories they vouch for; the stacks' lines, most of a state, are read while it
-    // scans): each thread's share is then about the same (reading the states on the look's
-    // thread as well gave 231.8 against 233.7 ms at 2,000 stacks on two cores).
+    // one has loaded, checked and keyed the sites), else on whichever thread is free first
+    // once the sites are keyed (the rules then run in a child process). Below four CPUs this
+    // thread also reads the last states first while the look's thread reads the live manifests
+    // (it then waits for their heads: its scans take the directories they vouch for; the
+    // stacks' lines, most of a state, are read while it scans): each thread's share is then
+    // about the same (reading the states on the look's thread as well gave 231.8 against
+    // 233.7 ms at 2,000 stacks on two cores).
     const bool states_on_main = overlap && stat_threads() == 1;
     std::atomic<bool> heads_ready{false};
     // Below four CPUs the two threads then share the spares' look and finding the kept stacks
     // (the sites keyed, the live roots looked at): whichever is free first looks at the spares
     // (the longer of the two: ~6,000 directory stats at 2,000 stacks), the other finds them.
     std::atomic<bool> keyed{false}, live_looked{false}, spares_taken{false};
-    bool kept_beside = false;  // (set before `keyed`: the two are shared so)
+    bool kept_beside = false;  // (set before `keyed`: whether the two threads share them so)
     const auto find_kept = [&] {
         for (size_t s = 0; s < sites.size(); ++s)
             prepared[s].kept = kept_stacks(publisher, last[s], working->first_lines[s], sites[s].site, prepared[s].keys);
