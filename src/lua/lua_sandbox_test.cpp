@@ -26,7 +26,7 @@ LuaValue hardware_tree() {
 
 // The default limits, except that the wall clock cannot stop anything: a busy machine slows
 // the wall clock down, never the instruction count or the memory cap, so tests that expect
-// those limits stay deterministic. (The wall limit has tests of its own.)
+// those limits stay deterministic. (The time limit has tests of its own.)
 SandboxLimits deterministic() {
     SandboxLimits limits;
     limits.wall = std::chrono::hours(1);

@@ -522,7 +522,7 @@ TEST_CASE("rule files in groups of children give the findings of one run over th
     files.push_back(dir.write("a-syntax.lua", "-- broken\nrule { name = 's' check = 1 }\n"));
     files.push_back(dir.write("b-report.lua", "-- report\nrule { name = 'r', check = function(site)\n"
                                               "  warn_at(site.hardware.nics, 'hello')\nend }\n"));
-    // Killed at its wall limit: its group's next child goes on with the rule after it.
+    // Killed at its time limit: its group's next child goes on with the rule after it.
     files.push_back(dir.write("c-killed.lua", "-- killed\nrule { name = 'k', check = function(site)\n"
                                               "  local x = ('a'):rep(40):find(('a*'):rep(12) .. 'b')\nend }\n"
                                               "rule { name = 'k-after', check = function(site) warn_at('site', 'after') end }\n"));
@@ -608,7 +608,7 @@ const Hostile kHostile[] = {
     {"nested xpcall handler loops", "xpcall(error, function() return xpcall(error, function() while true do end end) end)", "instruction limit exceeded"},
     {"pcall in a loop", "while true do pcall(function() while true do end end) end", "instruction limit exceeded"},
     // Ends by itself ("error in error handling") after 200 handlers each overflowing the
-    // stack: about a second of work, so it may also meet the wall limit first.
+    // stack: about a second of work, so it may also meet the time limit first.
     {"handler recursing deeply", "xpcall(error, function(e) local function f() return 1 + f() end return f() end)", "?"},
     {"__tostring of the error object loops", "error(setmetatable({}, {__tostring = function() while true do end end}))", "its __tostring failed"},
     {"__close loops", "do local x <close> = setmetatable({}, {__close = function() while true do end end}) end", "instruction limit exceeded"},
@@ -637,7 +637,7 @@ struct Isolation {
 
 }  // namespace
 
-TEST_CASE("hostile rules end within their wall limit whatever they call, and the next rule still runs", "[lua][rules]") {
+TEST_CASE("hostile rules end within their time limit whatever they call, and the next rule still runs", "[lua][rules]") {
     const Site s = good_site();
     TempDir dir("rules-test");
     int n = 0;
@@ -659,7 +659,7 @@ TEST_CASE("hostile rules end within their wall limit whatever they call, and the
             CHECK_THAT(out[0], Catch::Matchers::Contains(want) && Catch::Matchers::EndsWith(" [rule bad]"));
             CHECK(out[1] == still);
         }
-        // The wall limit (0.5 s) plus a new process for the rules after a killed one.
+        // The time limit (0.5 s) plus a new process for the rules after a killed one.
         CHECK(took < 2.5);
     }
 }

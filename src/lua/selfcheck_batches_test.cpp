@@ -14,7 +14,7 @@ using namespace sitegen;
 namespace {
 
 // Many modulefiles in an order that is not the paths' (reversed, one path twice), some broken
-// in different ways, one stuck past its wall limit, so findings come from several batches.
+// in different ways, one stuck past its time limit, so findings come from several batches.
 OutputList modulefiles() {
     OutputList files;
     for (int i = 599; i >= 0; --i) {

@@ -465,7 +465,7 @@ if isloaded("nothing") then setenv("NEVER", "1") end
     CHECK(unloaded.count("XCHECK_ROOT") == 0);
 }
 
-TEST_CASE("a modulefile stuck in a library call is stopped at its wall limit, and the others are still checked", "[lua][selfcheck]") {
+TEST_CASE("a modulefile stuck in a library call is stopped at its time limit, and the others are still checked", "[lua][selfcheck]") {
     const std::string stuck = "modules-out/t/modulefiles/X/1.0.lua", broken = "modules-out/t/modulefiles/Y/1.0.lua";
     const std::string pattern = "local x = ('a'):rep(40):match(('a*'):rep(12) .. 'b')\n";
     Diagnostics diags(1000);

@@ -1,4 +1,4 @@
-// Supervised runs: messages arrive in order, a call stuck in C is killed at its wall limit and
+// Supervised runs: messages arrive in order, a call stuck in C is killed at its time limit and
 // reported at the line that called it, a child that dies is reported, the child holds none of
 // the parent's files; an early child (forked before its input) alike, and reaped unused.
 #include <catch2/catch.hpp>
@@ -74,7 +74,7 @@ TEST_CASE("messages arrive complete and in order, in a child or in process", "[l
     }
 }
 
-TEST_CASE("a call stuck inside a C function is killed at its wall limit, at the line that called it", "[lua][supervisor]") {
+TEST_CASE("a call stuck inside a C function is killed at its time limit, at the line that called it", "[lua][supervisor]") {
     Isolation scope(LuaIsolation::child_process);
     // Each runs for seconds to hours inside one C call, where the instruction hook never fires.
     const std::pair<std::string, int> stuck[] = {

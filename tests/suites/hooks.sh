@@ -177,7 +177,8 @@ broken() {
   if [[ -e $dir/modules-out || -e $dir/easyconfigs-out ]]; then fail "$name: an output tree was written"; else pass; fi
 }
 # (20 million instructions take about 0.1 s of CPU; on a machine so busy that the hook gets
-# less than a fifth of a core, the 500 ms wall limit stops the loop first, at the same line:
+# less than a twentieth of a core, the 500 ms time limit (at most four times that of wall
+# clock) stops the loop first, at the same line:
 # in the sandbox, or by the supervisor's kill. The unit tests pin each limit down with the
 # other one out of reach.)
 broken "loops forever" 'while true do end' "instruction limit exceeded: more than 20000000 Lua instructions (runaway loop?)" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile site rules through the real CLI: each must end within its wall limit whatever it
+# Hostile site rules through the real CLI: each must end within its time limit whatever it
 # calls (handlers run with hooks off, error objects that loop, backtracking patterns inside C),
 # be reported at its own file:line, and leave the other rules running; findings cannot hide
 # an error or forge and recolour lines. Prints each case's wall time.
@@ -36,7 +36,7 @@ hostile() {
   if awk -v s="$secs" -v m="$max" 'BEGIN { exit !(s <= m) }'; then pass; else fail "$name: took ${secs}s (limit ${max}s)"; fi
 }
 
-echo "hostile rules (wall limit 0.5 s per call):"
+echo "hostile rules (time limit 0.5 s per call):"
 hostile "xpcall handler loops" 2 "limit exceeded" 'xpcall(error, function() while true do end end)'
 hostile "xpcall body and handler loop" 2 "limit exceeded" 'xpcall(function() while true do end end, function() while true do end end)'
 hostile "nested xpcall in a handler" 2 "limit exceeded" 'xpcall(error, function() return xpcall(error, function() while true do end end) end)'
@@ -59,7 +59,7 @@ printf -- '-- memory\nrule { name = "m", check = function(site)\n  local s = "x"
 rc=0
 "$sitegen" --sites-dir "$sites" check local --rules "$dir" >/dev/null 2>"$SCRATCH/err" || rc=$?
 check_eq "memory bomb: exit code" 1 "$rc"
-# (On a very busy machine filling 64 MiB may take longer than the wall limit: then it is
+# (On a very busy machine filling 64 MiB may take longer than the time limit: then it is
 # stopped by that, at the last line the hook saw.)
 if grep -qE "^$dir/m.lua:(4: error: rule failed: memory limit exceeded: the sandbox may use at most 64 MiB|[0-9]+: error: rule failed: time limit exceeded)" "$SCRATCH/err"; then
   pass
