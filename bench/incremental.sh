@@ -4,7 +4,9 @@
 # after a second edit (the usual case: the spare left by the first is reused), in each output
 # location (default: tmpfs and disk).
 #   bench/incremental.sh SITEGEN [N] [DIR...]     (default N 2000, DIR /dev/shm /var/tmp)
-# Wall times: best of 3 (noisy on a shared machine). "check only" is `sitegen check` of the
+# Wall times: best of ROUNDS (an environment variable, default 3; noisy on a shared machine:
+# more rounds, each a fresh full build and the rebuilds after it, find the quiet moments of
+# a VM whose speed drifts within minutes). "check only" is `sitegen check` of the
 # same site and out dir (so it reads the stack memo and the rules' memo the builds left, as a
 # rebuild does): loading, checking and the rules (or their kept findings), which every rebuild
 # after an edit goes through whole, so it is the floor under "next change". With CALLGRIND=M it
@@ -40,7 +42,7 @@ for dir in "${dirs[@]}"; do
   "$here/gen-site" "$n" "$work/sites"
   build() { "$sitegen" --sites-dir "$work/sites" --out-dir "$work/out" build bench >/dev/null; }
   full=() noop=() one=() next=() check=()
-  for _ in 1 2 3; do
+  for _ in $(seq "${ROUNDS:-3}"); do
     rm -rf "$work/out" "$work/state"; sync
     t=$EPOCHREALTIME; build; full+=("$(secs "$t")")
     t=$EPOCHREALTIME; build; noop+=("$(secs "$t")")
