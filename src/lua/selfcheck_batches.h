@@ -56,7 +56,7 @@ private:
     // worker if it is not yet running and `start_worker`.
     void send_batch(size_t files, bool wait, bool start_worker);
     void work();
-    EarlyChild* claim_early();  // the early child, for the first caller (when no other build's batch took it)
+    EarlyChild* claim_early();  // the early child, for the first caller (when no other site's self-check took it)
 
     const bool background_;
     const size_t batch_size_;
