@@ -976,6 +976,16 @@ Result run_build(FileSystem& fs, const Request& request) {
         for (size_t s = 0; s < sites.size(); ++s)
             prepared[s].kept = kept_stacks(publisher, last[s], working->first_lines[s], sites[s].site, prepared[s].keys);
     };
+    // (Below four CPUs, on each thread when its own part is done: the spares for the first
+    // here, the kept stacks for the second once `other`, the other thread's part, is done.)
+    const auto spares_or_kept = [&](const std::atomic<bool>& other) {
+        if (!spares_taken.exchange(true)) {
+            publisher.look_spares(spares_ready.load(std::memory_order_acquire));
+            return;
+        }
+        other.wait(false, std::memory_order_acquire);
+        if (kept_beside) find_kept();
+    };
     const auto load_check_and_key = [&] {
         {
             const SetOnExit keys_done{keyed};  // (even when the sites fail or preparing throws)
@@ -997,13 +1007,7 @@ Result run_build(FileSystem& fs, const Request& request) {
             }
             kept_beside = states_on_main;
         }
-        if (!kept_beside) return;
-        if (!spares_taken.exchange(true)) {
-            publisher.look_spares(spares_ready.load(std::memory_order_acquire));
-        } else {
-            live_looked.wait(false, std::memory_order_acquire);
-            find_kept();
-        }
+        if (kept_beside) spares_or_kept(live_looked);
     };
     const auto prepare_and_look = [&] {
         if (!overlap) return;  // (the plain order: prepared below, looked at by begin())
@@ -1013,14 +1017,7 @@ Result run_build(FileSystem& fs, const Request& request) {
                 publisher.look_live([&] { heads_ready.wait(false, std::memory_order_acquire); },
                                     [&] { spares_ready.wait(false, std::memory_order_acquire); });
             }
-            if (!spares_taken.exchange(true)) {
-                // (The states are read by now: look_live waited for them.)
-                publisher.look_spares(spares_ready.load(std::memory_order_acquire));
-                keyed.wait(false, std::memory_order_acquire);
-            } else {
-                keyed.wait(false, std::memory_order_acquire);
-                if (kept_beside) find_kept();
-            }
+            spares_or_kept(keyed);  // (the states are read by now: look_live waited for them)
         } else {
             publisher.look_live([&] { prepare_publish(nullptr); });  // (beside the scan on four CPUs or more)
             publisher.look_spares();  // (the states are read: their listings may be taken)

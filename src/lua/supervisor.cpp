@@ -65,9 +65,10 @@ int64_t child_time_left_ns(pid_t pid, const WatchPage& page) {
                              page.wall_ms.load(std::memory_order_relaxed) * 1'000'000);
 }
 
-bool write_all(int fd, const char* p, size_t n) {
+// (`socket`: sent without SIGPIPE, so that a reader gone is a failure to report, not a signal.)
+bool write_all(int fd, const char* p, size_t n, bool socket = false) {
     while (n > 0) {
-        const ssize_t w = ::write(fd, p, n);
+        const ssize_t w = socket ? ::send(fd, p, n, MSG_NOSIGNAL) : ::write(fd, p, n);
         if (w < 0) {
             if (errno == EINTR) continue;
             return false;
@@ -301,6 +302,54 @@ RunEnd supervise(pid_t pid, int fd, WatchPage* page, const std::function<void(st
     return end;
 }
 
+// A supervised child started: its pid, the parent's end of its channel and its watch page;
+// or why it could not start (nothing is left open then).
+struct Started {
+    pid_t pid = -1;
+    int fd = -1;
+    WatchPage* page = nullptr;
+    std::string why;
+};
+
+// Maps a watch page, makes the child's channel (a pipe for its messages; `two_way`: a socket
+// pair, which also takes its input) and forks: body(its end of the channel, outbox) runs in
+// the child (child_main).
+Started start_child(bool two_way, const std::function<void(int, Outbox&)>& body) {
+    Started started;
+    const auto failed = [&](const char* what) { started.why = std::string(what) + std::strerror(errno); };
+    void* mem = ::mmap(nullptr, sizeof(WatchPage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        failed("cannot map memory for a supervised process: ");
+        return started;
+    }
+    auto* page = new (mem) WatchPage();
+    int fds[2];
+    if ((two_way ? ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) : ::pipe2(fds, O_CLOEXEC)) != 0) {
+        failed(two_way ? "cannot create a socket pair: " : "cannot create a pipe: ");
+        ::munmap(mem, sizeof(WatchPage));
+        return started;
+    }
+    const int child_fd = fds[1];
+    const std::function<void(Outbox&)> run = [&](Outbox& box) { body(child_fd, box); };
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::close(fds[0]);
+        child_main(child_fd, parent, page, run);
+    }
+    if (pid < 0) failed("cannot start a process to run it: ");
+    ::close(fds[1]);
+    if (pid < 0) {
+        ::close(fds[0]);
+        ::munmap(mem, sizeof(WatchPage));
+        return started;
+    }
+    started.pid = pid;
+    started.fd = fds[0];
+    started.page = page;
+    return started;
+}
+
 }  // namespace
 
 RunEnd run_supervised(const std::function<void(Outbox&)>& body,
@@ -316,52 +365,19 @@ RunEnd run_supervised(const std::function<void(Outbox&)>& body,
         }
         return end;
     }
-    void* mem = ::mmap(nullptr, sizeof(WatchPage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) {
+    const Started child = start_child(false, [&](int, Outbox& box) { body(box); });
+    if (!child.why.empty()) {
         end.kind = RunEnd::Kind::crashed;
-        end.why = std::string("cannot map memory for a supervised process: ") + std::strerror(errno);
+        end.why = child.why;
         return end;
     }
-    auto* page = new (mem) WatchPage();
-    struct Unmap { void* p; ~Unmap() { ::munmap(p, sizeof(WatchPage)); } } unmap{mem};
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) {
-        end.kind = RunEnd::Kind::crashed;
-        end.why = std::string("cannot create a pipe: ") + std::strerror(errno);
-        return end;
-    }
-    const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        ::close(fds[0]);
-        child_main(fds[1], parent, page, body);
-    }
-    ::close(fds[1]);
-    if (pid < 0) {
-        ::close(fds[0]);
-        end.kind = RunEnd::Kind::crashed;
-        end.why = std::string("cannot start a process to run it: ") + std::strerror(errno);
-        return end;
-    }
-    return supervise(pid, fds[0], page, on_message);
+    struct Unmap { WatchPage* p; ~Unmap() { ::munmap(p, sizeof(WatchPage)); } } unmap{child.page};
+    return supervise(child.pid, child.fd, child.page, on_message);
 }
 
 namespace {
 
-// An early child's input: its length (8 bytes, little-endian), then its bytes.
-bool send_all(int fd, const char* p, size_t n) {
-    while (n > 0) {
-        const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return false;
-        }
-        p += w;
-        n -= static_cast<size_t>(w);
-    }
-    return true;
-}
-
+// (An early child's input: its length, 8 bytes little-endian, then its bytes.)
 bool read_all(int fd, char* p, size_t n) {
     while (n > 0) {
         const ssize_t r = ::read(fd, p, n);
@@ -377,45 +393,19 @@ bool read_all(int fd, char* p, size_t n) {
 
 EarlyChild::EarlyChild(Body body) : body_(std::move(body)) {
     if (g_isolation.load() == LuaIsolation::in_process || page_of_this_child()) return;  // (run() runs it here)
-    void* mem = ::mmap(nullptr, sizeof(WatchPage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) {
-        why_not_ = std::string("cannot map memory for a supervised process: ") + std::strerror(errno);
-        return;
-    }
-    page_ = new (mem) WatchPage();
-    int fds[2];  // (one socket each way: the input goes in, the messages come back)
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
-        why_not_ = std::string("cannot create a socket pair: ") + std::strerror(errno);
-        ::munmap(mem, sizeof(WatchPage));
-        page_ = nullptr;
-        return;
-    }
-    const int child_fd = fds[1];
-    const std::function<void(Outbox&)> child_body = [this, child_fd](Outbox& box) {
+    const Started child = start_child(true, [this](int fd, Outbox& box) {
         unsigned char head[8];
-        if (!read_all(child_fd, reinterpret_cast<char*>(head), sizeof head)) ::_exit(0);  // never given its input
+        if (!read_all(fd, reinterpret_cast<char*>(head), sizeof head)) ::_exit(0);  // never given its input
         uint64_t n = 0;
         for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(head[i]) << (8 * i);
         std::string input(static_cast<size_t>(n), '\0');
-        if (!read_all(child_fd, input.data(), input.size())) ::_exit(0);
+        if (!read_all(fd, input.data(), input.size())) ::_exit(0);
         body_(input, box);
-    };
-    const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        ::close(fds[0]);
-        child_main(child_fd, parent, page_, child_body);
-    }
-    ::close(fds[1]);
-    if (pid < 0) {
-        ::close(fds[0]);
-        why_not_ = std::string("cannot start a process to run it: ") + std::strerror(errno);
-        ::munmap(mem, sizeof(WatchPage));
-        page_ = nullptr;
-        return;
-    }
-    pid_ = pid;
-    fd_ = fds[0];
+    });
+    why_not_ = child.why;
+    pid_ = child.pid;
+    fd_ = child.fd;
+    page_ = child.page;
 }
 
 EarlyChild::~EarlyChild() {
@@ -455,7 +445,7 @@ RunEnd EarlyChild::run(std::string_view input, const std::function<void(std::str
     // sent the child is gone, and supervise() says how it ended.
     std::string head(8, '\0');
     for (int i = 0; i < 8; ++i) head[static_cast<size_t>(i)] = static_cast<char>((static_cast<uint64_t>(input.size()) >> (8 * i)) & 0xFF);
-    if (send_all(fd_, head.data(), head.size())) (void)send_all(fd_, input.data(), input.size());
+    if (write_all(fd_, head.data(), head.size(), true)) (void)write_all(fd_, input.data(), input.size(), true);
     const pid_t pid = std::exchange(pid_, -1);
     end = supervise(pid, std::exchange(fd_, -1), page_, on_message);
     return end;

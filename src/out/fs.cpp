@@ -60,6 +60,15 @@ unsigned long long mtime_ns_of(const struct stat& st) {
            static_cast<unsigned long long>(st.st_mtim.tv_nsec);
 }
 
+// Whether `st` is a directory with the size, mtime, inode and mode `recorded` holds (a
+// KnownTree::Dir, a TreeEntry).
+template <class Recorded>
+bool dir_as_recorded(const struct stat& st, const Recorded& recorded) {
+    return S_ISDIR(st.st_mode) && static_cast<unsigned long long>(st.st_size) == recorded.size &&
+           mtime_ns_of(st) == recorded.mtime_ns && static_cast<unsigned long long>(st.st_ino) == recorded.ino &&
+           static_cast<unsigned>(st.st_mode & 07777) == recorded.mode;
+}
+
 TreeEntry entry_of(std::string path, const struct stat& st) {
     return {std::move(path), type_of(st.st_mode), static_cast<unsigned>(st.st_mode & 07777), what_of(st.st_mode),
             static_cast<unsigned long long>(st.st_size), mtime_ns_of(st), static_cast<unsigned long long>(st.st_ino)};
@@ -208,9 +217,7 @@ bool scan_known_into(int root, const KnownTree& known, std::vector<TreeEntry>& o
         const KnownTree::Dir& d = known.dirs[i];
         struct stat& st = now[i];
         exists[i] = (d.path.empty() ? ::fstat(root, &st) : ::fstatat(root, std::string(d.path).c_str(), &st, AT_SYMLINK_NOFOLLOW)) == 0;
-        trusted[i] = exists[i] && d.settled && S_ISDIR(st.st_mode) && static_cast<unsigned long long>(st.st_size) == d.size &&
-                     mtime_ns_of(st) == d.mtime_ns && static_cast<unsigned long long>(st.st_ino) == d.ino &&
-                     static_cast<unsigned>(st.st_mode & 07777) == d.mode;
+        trusted[i] = exists[i] && d.settled && dir_as_recorded(st, d);
     });
     // A directory is a directory of the tree only through directories: one reached through a
     // link put in place of a parent (its stat taken through it) is neither vouched for nor read.
@@ -429,9 +436,7 @@ public:
             if (e.type != TreeEntry::Type::dir || !same.load(std::memory_order_relaxed)) return;
             struct stat st;
             if (e.path.empty() || e.path[0] == '/' ||  // (as entry(dir + "/" + path): below `dir`)
-                ::fstatat(fd, e.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
-                static_cast<unsigned long long>(st.st_size) != e.size || mtime_ns_of(st) != e.mtime_ns ||
-                static_cast<unsigned long long>(st.st_ino) != e.ino || static_cast<unsigned>(st.st_mode & 07777) != e.mode)
+                ::fstatat(fd, e.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !dir_as_recorded(st, e))
                 same.store(false, std::memory_order_relaxed);
         });
         ::close(fd);
