@@ -191,9 +191,9 @@ bool load_and_check(FileSystem& fs, const Request& request, std::vector<Loaded>&
         if (!memo_dir.empty()) {
             l.memo = std::make_unique<StackMemo>();
             l.memo->identity = tool_identity();
-            std::string text, error;
-            if (fs.read(stack_memo_path(memo_dir, name), text, error, kMaxOutputFileBytes))
-                read_stack_memo(std::move(text), *l.memo);
+            FileText text;
+            std::string error;
+            if (fs.read_cache(stack_memo_path(memo_dir, name), text, error)) read_stack_memo(std::move(text), *l.memo);
             l.rules_memo = std::make_unique<RulesMemo>();
             l.rules_memo->identity = l.memo->identity;
             if (!fs.read(rules_memo_path(memo_dir, name), l.rules_memo->text, error, kMaxOutputFileBytes))
@@ -377,7 +377,7 @@ const FileStat& stat_in(const KnownFile& file) { return file.stat; }
 // The states read on the way are left in `states` (by site name), or in `texts` when their
 // inputs changed (unparsed), so a build that is not up to date need not read them again.
 bool up_to_date(FileSystem& fs, const Request& request, const std::string& state_dir, Result& result,
-                std::map<std::string, BuildState>& states, std::map<std::string, std::string>& texts) {
+                std::map<std::string, BuildState>& states, std::map<std::string, FileText>& texts) {
     const TraceSpan span("up_to_date");
     if (state_dir.empty()) return false;
     Result scratch;
@@ -388,8 +388,9 @@ bool up_to_date(FileSystem& fs, const Request& request, const std::string& state
     Diagnostics diags;
     size_t files = 0;
     for (const auto& name : names) {
-        std::string text, error;
-        if (!fs.read(state_path(state_dir, name), text, error, kMaxOutputFileBytes)) return false;
+        FileText text;
+        std::string error;
+        if (!fs.read_cache(state_path(state_dir, name), text, error)) return false;
         // Its inputs first: when they changed, the rest is read by the build (on the look's thread).
         BuildState inputs;
         if (!parse_state(text, inputs, StateParts::inputs) || inputs.inputs.empty() ||
@@ -453,16 +454,17 @@ std::string state_dir_of(const std::string& out_dir) {
 // manifest has the stat the state recorded, so it is the one that build wrote); empty otherwise.
 // (`parts`: all, or up to its head when read here: then parse_state_stacks reads the rest.)
 BuildState usable_state(FileSystem& fs, const std::string& out_dir, const std::string& state_dir,
-                        const std::string& site_name, BuildState* read, std::string* text_read,
+                        const std::string& site_name, BuildState* read, FileText* text_read,
                         StateParts parts) {
     const TraceSpan span("last_state");
     BuildState state;
     if (read) {
         state = std::move(*read);
     } else {
-        std::string text, error;
+        FileText text;
+        std::string error;
         if (text_read) text = std::move(*text_read);
-        else if (state_dir.empty() || !fs.read(state_path(state_dir, site_name), text, error, kMaxOutputFileBytes))
+        else if (state_dir.empty() || !fs.read_cache(state_path(state_dir, site_name), text, error))
             return {};
         if (!parse_state(std::move(text), state, parts)) return {};
     }
@@ -589,7 +591,7 @@ Result run_check(FileSystem& fs, const Request& request) {
 // trees, the states to write. Freed as a whole by its owner (see Request::leave_working_set).
 struct BuildWorkingSet {
     std::map<std::string, BuildState> states_read;
-    std::map<std::string, std::string> state_texts_read;
+    std::map<std::string, FileText> state_texts_read;
     KnownFiles known;
     // How many file lines the states of `known` have, and where each state's first is among
     // them (KnownFile::line counts from there: site by site).
@@ -843,7 +845,7 @@ void record_memo(FileSystem& fs, const std::string& state_dir, const Loaded& l, 
                  Result& result) {
     const TraceSpan span("record_memo");
     std::string error;
-    if (l.memo && text != l.memo->text && !replace_file(fs, stack_memo_path(state_dir, l.name), text, error))
+    if (l.memo && text != l.memo->text.view() && !replace_file(fs, stack_memo_path(state_dir, l.name), text, error))
         result.err += "sitegen: warning: cannot record the stack memo (the next build parses every stack): " + error + "\n";
     // The rules' memo, when this run leaves one other than the one read (a run that cannot be
     // kept leaves the last one: it is used only where it still says what the rules would).

@@ -13,8 +13,10 @@
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <stdio.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -320,11 +322,79 @@ bool remove_tree(const std::string& path, std::string& error) {
     return true;
 }
 
+// The regular file at `path` opened for reading (its stat in `st`), or -1 with `error` set.
+int open_regular(const std::string& path, struct stat& st, std::string& error, size_t max_bytes) {
+    // Refuse by type before opening: opening some devices has effects of its own.
+    if (::stat(path.c_str(), &st) != 0) { error = errno_text(path); return -1; }
+    const auto refuse = [&](mode_t mode) {
+        error = path + ": not a regular file (" + what_of(mode) + "); sitegen reads only regular files";
+        return -1;
+    };
+    if (!S_ISREG(st.st_mode)) return refuse(st.st_mode);
+    // Non-blocking: if it was swapped for a FIFO meanwhile, open must not wait for a writer.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) { error = errno_text(path); return -1; }
+    const auto fail = [&](int result) { ::close(fd); return result; };
+    if (::fstat(fd, &st) != 0) { error = errno_text(path); return fail(-1); }
+    if (!S_ISREG(st.st_mode)) return fail(refuse(st.st_mode));
+    if (st.st_size < 0 || static_cast<unsigned long long>(st.st_size) > max_bytes) {
+        error = too_large(path, std::to_string(st.st_size), max_bytes);
+        return fail(-1);
+    }
+    return fd;
+}
+
+// The rest of an open regular file (about `size` bytes) into `out`, at most `max_bytes`.
+bool read_open_file(int fd, size_t size, const std::string& path, std::string& out, std::string& error, size_t max_bytes) {
+    out.clear();
+    out.reserve(size);
+    char buf[65536];
+    for (;;) {
+        // One byte more than allowed tells a file that grew past the limit from one at it.
+        const size_t want = std::min(sizeof buf, max_bytes + 1 - out.size());
+        const ssize_t n = ::read(fd, buf, want);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            error = errno_text(path);
+            return false;
+        }
+        if (n == 0) return true;
+        out.append(buf, static_cast<size_t>(n));
+        if (out.size() > max_bytes) {
+            error = too_large(path, "more than " + std::to_string(max_bytes), max_bytes);
+            out.clear();
+            return false;
+        }
+    }
+}
+
+
 class DiskFs : public FileSystem {
 public:
     bool read(const std::string& path, std::string& out, std::string& error, size_t max_bytes) override {
         return read_regular_file(path, out, error, max_bytes);
     }
+
+    bool read_cache(const std::string& path, FileText& out, std::string& error, size_t max_bytes) override {
+        struct stat st;
+        const int fd = open_regular(path, st, error, max_bytes);
+        if (fd < 0) return false;
+        const size_t size = static_cast<size_t>(st.st_size);
+        // Populated at once: one call maps the page cache's pages instead of a fault for each.
+        void* at = size >= kMapFrom ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : MAP_FAILED;
+        bool ok = true;
+        if (at != MAP_FAILED) {
+            out = FileText::mapped(at, size);
+        } else {
+            std::string text;
+            ok = read_open_file(fd, size, path, text, error, max_bytes);
+            out = FileText(std::move(text));
+        }
+        ::close(fd);
+        return ok;
+    }
+    // (Below this a mapping saves less than the calls it takes.)
+    static constexpr size_t kMapFrom = size_t{64} << 10;
 
     bool write(const std::string& path, const std::string& data, bool executable,
                std::string& error) override {
@@ -632,45 +702,44 @@ bool under(const std::string& path, const std::string& dir) {
 
 }  // namespace
 
+
 bool read_regular_file(const std::string& path, std::string& out, std::string& error, size_t max_bytes) {
-    // Refuse by type before opening: opening some devices has effects of its own.
     struct stat st;
-    if (::stat(path.c_str(), &st) != 0) { error = errno_text(path); return false; }
-    const auto refuse = [&](mode_t mode) {
-        error = path + ": not a regular file (" + what_of(mode) + "); sitegen reads only regular files";
-        return false;
-    };
-    if (!S_ISREG(st.st_mode)) return refuse(st.st_mode);
-    // Non-blocking: if it was swapped for a FIFO meanwhile, open must not wait for a writer.
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) { error = errno_text(path); return false; }
-    struct Closer { int fd; ~Closer() { ::close(fd); } } closer{fd};
-    if (::fstat(fd, &st) != 0) { error = errno_text(path); return false; }
-    if (!S_ISREG(st.st_mode)) return refuse(st.st_mode);
-    if (st.st_size < 0 || static_cast<unsigned long long>(st.st_size) > max_bytes) {
-        error = too_large(path, std::to_string(st.st_size), max_bytes);
-        return false;
+    const int fd = open_regular(path, st, error, max_bytes);
+    if (fd < 0) return false;
+    const bool ok = read_open_file(fd, static_cast<size_t>(st.st_size), path, out, error, max_bytes);
+    ::close(fd);
+    return ok;
+}
+
+FileText& FileText::operator=(FileText&& other) noexcept {
+    if (this != &other) {
+        unmap();
+        owned_ = std::move(other.owned_);
+        map_ = std::exchange(other.map_, nullptr);
+        map_size_ = std::exchange(other.map_size_, 0);
     }
-    out.clear();
-    out.reserve(static_cast<size_t>(st.st_size));
-    char buf[65536];
-    for (;;) {
-        // One byte more than allowed tells a file that grew past the limit from one at it.
-        const size_t want = std::min(sizeof buf, max_bytes + 1 - out.size());
-        const ssize_t n = ::read(fd, buf, want);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            error = errno_text(path);
-            return false;
-        }
-        if (n == 0) return true;
-        out.append(buf, static_cast<size_t>(n));
-        if (out.size() > max_bytes) {
-            error = too_large(path, "more than " + std::to_string(max_bytes), max_bytes);
-            out.clear();
-            return false;
-        }
-    }
+    return *this;
+}
+
+FileText FileText::mapped(const void* at, size_t size) {
+    FileText text;
+    text.map_ = static_cast<const char*>(at);
+    text.map_size_ = size;
+    return text;
+}
+
+void FileText::unmap() {
+    if (map_) ::munmap(const_cast<char*>(map_), map_size_);
+    map_ = nullptr;
+    map_size_ = 0;
+}
+
+bool FileSystem::read_cache(const std::string& path, FileText& out, std::string& error, size_t max_bytes) {
+    std::string text;
+    if (!read(path, text, error, max_bytes)) return false;
+    out = FileText(std::move(text));
+    return true;
 }
 
 std::unique_ptr<FileSystem> make_disk_fs() { return std::make_unique<DiskFs>(); }

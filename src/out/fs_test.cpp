@@ -113,6 +113,54 @@ TEST_CASE("the size limit holds while reading: at the limit is read, one byte mo
     CHECK(error == "/proc/self/status: file is more than 16 bytes; the limit is 16 bytes");
 }
 
+TEST_CASE("a cache is read as read() reads it: mapped from 64 KiB, kept through its replacement, refused alike", "[fs]") {
+    TempDir dir("fs-cache");
+    auto disk = make_disk_fs();
+    std::string big(200000, 'x');
+    for (size_t i = 0; i < big.size(); i += 100) big[i] = '\n';
+    sitegen::test::write_file(dir.file("big"), big);
+    sitegen::test::write_file(dir.file("small"), "a small cache\n");
+    sitegen::test::write_file(dir.file("empty"), "");
+    FileText text;
+    std::string error;
+    REQUIRE(disk->read_cache(dir.file("big"), text, error));
+    CHECK(text.is_mapped());
+    CHECK(text.view() == big);
+    // A cache is replaced by a rename: the mapping keeps the bytes it was read with.
+    sitegen::test::write_file(dir.file("big.new"), std::string(300000, 'y'));
+    std::filesystem::rename(dir.file("big.new"), dir.file("big"));
+    CHECK(text.view() == big);
+    // Moved and copied, the bytes go along (a copy owns its own).
+    FileText moved = std::move(text);
+    CHECK(moved.view() == big);
+    const FileText copy = moved;
+    CHECK_FALSE(copy.is_mapped());
+    CHECK(copy.view() == big);
+    moved = FileText(std::string("replaced"));  // (the mapping is let go)
+    CHECK(moved.view() == "replaced");
+    CHECK(copy.view() == big);
+    REQUIRE(disk->read_cache(dir.file("small"), text, error));
+    CHECK_FALSE(text.is_mapped());
+    CHECK(text.view() == "a small cache\n");
+    REQUIRE(disk->read_cache(dir.file("empty"), text, error));
+    CHECK(text.empty());
+    // What read() refuses, with its words: not a regular file, too large, missing.
+    REQUIRE(::mkfifo(dir.file("fifo").c_str(), 0644) == 0);
+    for (const auto& [path, limit] : std::vector<std::pair<std::string, size_t>>{
+             {dir.file("fifo"), kMaxOutputFileBytes}, {dir.file("big"), 1000}, {dir.file("missing"), kMaxOutputFileBytes}}) {
+        const Read r = read_with(*disk, path, limit);
+        REQUIRE_FALSE(r.ok);
+        CHECK_FALSE(disk->read_cache(path, text, error, limit));
+        CHECK(error == r.error);
+    }
+    // Elsewhere (in memory) it is read().
+    MemoryFs fs;
+    fs.files["state"] = {big, false};
+    REQUIRE(fs.read_cache("state", text, error));
+    CHECK_FALSE(text.is_mapped());
+    CHECK(text.view() == big);
+}
+
 TEST_CASE("the in-memory file system refuses FIFOs and large files as the disk does", "[fs]") {
     MemoryFs fs;
     fs.files["a/fifo"] = {"", false, 0, MemoryFs::Kind::fifo};

@@ -329,7 +329,7 @@ namespace {
 // StateParts): true at the end of the text, or with `stop` at the first line of the next part
 // (`stop` = its offset); false when a line is not one a state has there. (`kept`: the state
 // keeps `text`, so its spares' listings may be views into it.)
-bool read_state_lines(const std::string& text, size_t from, BuildState& state, StateParts parts, bool kept, size_t& stop) {
+bool read_state_lines(std::string_view text, size_t from, BuildState& state, StateParts parts, bool kept, size_t& stop) {
     StateReader in{std::string_view(text).substr(from)};
     BuildState::StackRecord* current = nullptr;
     while (in.ok && !in.text.empty()) {
@@ -416,10 +416,10 @@ bool read_state_lines(const std::string& text, size_t from, BuildState& state, S
 }
 
 // A state's text into `state`: its inputs, its head, or all (both parts) of it.
-bool parse_state_text(const std::string& text, BuildState& state, StateParts parts, bool kept) {
+bool parse_state_text(std::string_view text, BuildState& state, StateParts parts, bool kept) {
     state = {};
     const size_t header = std::char_traits<char>::length(kStateHeader);
-    if (parts == StateParts::stacks || text.compare(0, header, kStateHeader) != 0) return false;
+    if (parts == StateParts::stacks || text.substr(0, header) != kStateHeader) return false;
     if (parts != StateParts::inputs) state.files.reserve(count_newlines(text));  // (an upper bound: no rehash)
     size_t stop = 0;
     if (!read_state_lines(text, header, state, parts == StateParts::all ? StateParts::head : parts, kept, stop))
@@ -432,11 +432,11 @@ bool parse_state_text(const std::string& text, BuildState& state, StateParts par
 
 }  // namespace
 
-bool parse_state(const std::string& text, BuildState& state, StateParts parts) {
+bool parse_state(std::string_view text, BuildState& state, StateParts parts) {
     return parse_state_text(text, state, parts, false);
 }
 
-bool parse_state(std::string&& text, BuildState& state, StateParts parts) {
+bool parse_state(FileText&& text, BuildState& state, StateParts parts) {
     if (!parse_state_text(text, state, parts, true)) return false;
     state.text = std::move(text);  // (the spans are offsets into it)
     return true;
@@ -461,14 +461,14 @@ std::string_view BuildState::kept_record(const std::string& id, const std::strin
     if (lines.empty()) return {};
     const std::string line = "stack " + key + " kept " + id + "\n";
     const size_t at = static_cast<size_t>(lines.data() - text.data());
-    if (at < line.size() || std::string_view(text).substr(at - line.size(), line.size()) != line) return {};
-    return std::string_view(text).substr(at - line.size(), line.size() + lines.size());
+    if (at < line.size() || text.view().substr(at - line.size(), line.size()) != line) return {};
+    return text.view().substr(at - line.size(), line.size() + lines.size());
 }
 
 std::string_view BuildState::file_lines(const std::string& id, size_t files) const {
     const auto it = stacks.find(id);
     if (it == stacks.end() || !it->second.lines_size || it->second.lines_at + it->second.lines_size > text.size()) return {};
-    const auto lines = std::string_view(text).substr(it->second.lines_at, it->second.lines_size);
+    const auto lines = text.view().substr(it->second.lines_at, it->second.lines_size);
     return count_newlines(lines) == files ? lines : std::string_view();
 }
 

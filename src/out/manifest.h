@@ -126,7 +126,7 @@ struct BuildState {
     std::map<std::string, SpareListing> spares;    // root -> its spare, when the publish knew it
     KnownFiles files;  // every output, relative to the out dir
     uint32_t files_read = 0;  // read: how many file lines it has (the places of KnownFile::line)
-    std::string text;  // the text it was read from, when parse_state was given it to keep
+    FileText text;  // the text it was read from, when parse_state was given it to keep
     size_t stacks_at = std::string::npos;  // where its stacks' lines begin, while unread (parse_state_stacks)
     // The file lines of stack `id` as read (a view into `text`), when they are `files` lines;
     // empty otherwise (not read with its text, no such stack, or a state edited by hand).
@@ -159,9 +159,12 @@ StateText state_text_pieces(const BuildState& state, bool threads = false);
 enum class StateParts { inputs, head, stacks, all };
 // False (and `state` empty) when the text is not a state this sitegen wrote. `parts`: inputs
 // (those alone), head (the inputs and the head) or all.
-bool parse_state(const std::string& text, BuildState& state, StateParts parts = StateParts::all);
+bool parse_state(std::string_view text, BuildState& state, StateParts parts = StateParts::all);
 // The same, keeping `text` in the state (for the stacks' line spans).
-bool parse_state(std::string&& text, BuildState& state, StateParts parts = StateParts::all);
+bool parse_state(FileText&& text, BuildState& state, StateParts parts = StateParts::all);
+inline bool parse_state(std::string&& text, BuildState& state, StateParts parts = StateParts::all) {
+    return parse_state(FileText(std::move(text)), state, parts);
+}
 // The stacks of a state read with its text up to its head, read into `stacks` and `files`
 // alone (another thread may read the rest meanwhile); false, with those two empty, when they
 // are not a state's stacks. (True, reading nothing, for a state read whole.)

@@ -64,7 +64,7 @@ TEST_CASE("the build state reads back as written", "[manifest]") {
     CHECK(back.stacks["PyTorch/2.4"].files == std::vector<std::string>{"modules-out/s/software/PyTorch/2.4/bin/a b"});
     CHECK_FALSE(back.stacks["PyTorch/2.4"].rebuilt);
     CHECK(back.stacks["PyTorch/2.3.1-x"].rebuilt);
-    CHECK_FALSE(parse_state("# something else\n", back));
+    CHECK_FALSE(parse_state(std::string_view("# something else\n"), back));
     CHECK(back.stacks.empty());
     CHECK_FALSE(parse_state(text + "garbage line\n", back));
 }
@@ -273,7 +273,7 @@ TEST_CASE("the build state keeps the inputs and findings an up-to-date build rep
     CHECK(inputs.dirs.empty());
     CHECK(inputs.stacks.empty());
     CHECK(inputs.files.empty());
-    CHECK_FALSE(parse_state("# something else\n", inputs, StateParts::inputs));
+    CHECK_FALSE(parse_state(std::string_view("# something else\n"), inputs, StateParts::inputs));
     // A path with a newline cannot be a line of the state: it is not written at all.
     state.dirs["modules-out/s/a\nb"] = {};
     CHECK(state_text(state).empty());

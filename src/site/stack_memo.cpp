@@ -93,10 +93,10 @@ bool stack_from_memo(std::string_view entry, int line, const std::string& path, 
     return in.ok && in.in.empty();
 }
 
-void read_stack_memo(std::string text, StackMemo& memo) {
+void read_stack_memo(FileText text, StackMemo& memo) {
     memo.entries.clear();
     memo.text = std::move(text);
-    std::string_view rest = memo.text;
+    std::string_view rest = memo.text.view();
     if (rest.substr(0, kHeader.size()) != kHeader) return;
     rest.remove_prefix(kHeader.size());
     // Each entry: its key, a space, its bytes' digest, a space, their length, a newline, the

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "out/fs.h"  // FileText
 #include "site/model.h"
 
 namespace sitegen {
@@ -18,7 +19,7 @@ namespace sitegen {
 struct StackMemo {
     std::string identity;  // the sitegen that reads it (entries of another one never match)
     // The memo as read: each entry's text and digest by key (views into `text`).
-    std::string text;
+    FileText text;
     struct Entry {
         std::string_view text, digest;
     };
@@ -38,7 +39,8 @@ struct StackMemo {
 };
 
 // A memo file's text into `memo` (which keeps it); text that is not a memo gives no entries.
-void read_stack_memo(std::string text, StackMemo& memo);
+void read_stack_memo(FileText text, StackMemo& memo);
+inline void read_stack_memo(std::string text, StackMemo& memo) { read_stack_memo(FileText(std::move(text)), memo); }
 // The memo file after a load of `site` that used `memo`: every clean piece's entry, those from
 // the memo as they were, the others made from the site as loaded.
 std::string stack_memo_text(const StackMemo& memo, const Site& site);
