@@ -229,6 +229,12 @@ struct Publisher::Root {
         std::string read;                   // the hash of its bytes, when they were read
         bool known = false;              // its stat is the last build's: untouched since
         const ManifestLine* was = nullptr;  // its line in the live manifest, if any
+        // Known, listed, and with the manifest's mode (executable: 0755): as_last_built hands it
+        // out. The manifest's mode (`was`'s, 0 without). (Noted by the look, which has the line
+        // and the entry at hand: the kept stacks' lookups, in stack order, would fetch both from
+        // all over the tree.)
+        bool as_built = false, executable = false;
+        unsigned was_mode = 0;
         // In the new tree as it is (add_kept with this record, as as_last_built found it): its
         // path, hash and mode are the live file's, so it is not copied into `fresh`, the map
         // of the other files (a rebuild of one stack keeps tens of thousands like this).
@@ -240,10 +246,8 @@ struct Publisher::Root {
     };
     // Publisher::as_last_built of the live file `live` (null: none) at `path`.
     static bool as_last_built(const std::string& path, const Live* live, KeptFile& out) {
-        if (!live || !live->known) return false;
-        const ManifestLine* spec = live->was;  // (a known file is one the manifest lists)
-        if (!spec || spec->mode != live->entry->mode) return false;
-        out = {path, {}, spec->mode == 0755u, live};  // (the hash: the manifest's, which `found` holds)
+        if (!live || !live->as_built) return false;
+        out = {path, {}, live->executable, live};  // (the hash: the manifest's, which `found` holds)
         return true;
     }
     // A live file kept as it is, and not also added again (then `fresh` has the path).
@@ -251,8 +255,8 @@ struct Publisher::Root {
     // Whether a kept file (at `rel`, with `hash`, "" for the manifest's, and mode) is this
     // record as as_last_built handed it out: then place_kept() takes it as it is.
     static bool keeps(const Live& live, std::string_view rel, std::string_view hash, bool executable) {
-        return live.known && live.was && (hash.empty() || live.was->hash == hash) &&
-               live.was->mode == (executable ? 0755u : 0644u) && live.entry->path == rel;
+        return live.known && live.was && live.was_mode == (executable ? 0755u : 0644u) &&
+               (hash.empty() || live.was->hash == hash) && live.entry->path == rel;
     }
     std::unordered_map<std::string_view, Live> live_files;  // keys: views into `entries`
     std::vector<Live*> live_of;  // by index into `entries` (regular files but the manifest)
@@ -574,6 +578,9 @@ void Publisher::look_live(const std::function<void()>& dirs_ready, const std::fu
                 live.hashed = true;
             }
             live.was = was[i];
+            live.was_mode = was[i] ? was[i]->mode : 0;
+            live.as_built = live.known && was[i] && live.was_mode == e.mode;
+            live.executable = live.was_mode == 0755u;
             Root::Live& placed = r.live_files.emplace(e.path, std::move(live)).first->second;
             if (!placed.hashed) unread.push_back(&placed);
             r.live_of[i] = &placed;
