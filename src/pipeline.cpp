@@ -772,7 +772,6 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
                     if (!dirs.insert(dir).second) break;  // and its parents, already added
                     if (dir == modules || dir == easyconfigs) break;
                 }
-        state.dirs.reserve(dirs.size());
         for (const auto dir : dirs) state.dirs.emplace(std::string(dir), FileStat{});
     };
     const auto stat_dirs = [&] {

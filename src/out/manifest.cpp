@@ -261,17 +261,13 @@ StateText state_text_pieces(const BuildState& state, bool threads) {
         put_stat(w.text(), "spare", spare.top, root);
         w.view(lines);
     }
-    std::vector<const std::pair<const std::string, FileStat>*> dirs;  // in path order: the same state, the same text
-    dirs.reserve(state.dirs.size());
-    size_t dir_bytes = 0;
-    for (const auto& row : state.dirs) {
-        if (!one_line(row.first)) return {};
-        dirs.push_back(&row);
-        dir_bytes += 8 + 5 * 21 + row.first.size();
+    size_t dir_bytes = 0;  // (in path order, the map's: the same state, the same text)
+    for (const auto& [dir, stat] : state.dirs) {
+        if (!one_line(dir)) return {};
+        dir_bytes += 8 + 5 * 21 + dir.size();
     }
-    std::sort(dirs.begin(), dirs.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
     std::string& dir_text = w.text(dir_bytes);
-    for (const auto* row : dirs) put_stat(dir_text, "dir", row->second, row->first);
+    for (const auto& [dir, stat] : state.dirs) put_stat(dir_text, "dir", stat, dir);
     // The stacks' lines (false: one cannot be written), the second half made beside the first
     // when there are many to make (a kept stack's are a view of the last state's).
     using Stacks = decltype(state.stacks);
@@ -371,7 +367,7 @@ bool read_state_lines(std::string_view text, size_t from, BuildState& state, Sta
             const FileStat s = in.stat();
             std::string path = in.rest_of_line();
             if (kind == "manifest") state.manifests[path] = s;
-            else if (kind == "dir") state.dirs[path] = s;
+            else if (kind == "dir") state.dirs.insert_or_assign(state.dirs.end(), path, s);  // (in order: at the end)
             else if (current) {
                 const uint32_t line = state.files_read++;
                 if (current->files.empty()) current->first_line = line;

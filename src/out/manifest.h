@@ -119,7 +119,9 @@ struct BuildState {
     std::vector<InputQuery> queries;           // what loading the site asked the file system
     std::vector<std::string> rule_dirs;        // directories whose *.lua files are inputs
     std::vector<Diagnostic> findings;          // what check reported (warnings, notes), to repeat
-    std::unordered_map<std::string, FileStat> dirs;  // every directory of the roots, the roots included
+    // Every directory of the roots, the roots included, in path order (as written: a look
+    // stats a root's directories in path order, and the text lists them so).
+    std::map<std::string, FileStat, std::less<>> dirs;
     std::map<std::string, FileStat> manifests;     // root -> its manifest's stat
     std::map<std::string, unsigned long long> looked;  // root -> when the look that saw its `dirs` began (ns)
     std::map<std::string, StackRecord> stacks;     // by module full name (name/version)

@@ -19,6 +19,36 @@ std::map<std::string, FileStat> stats_of(const KnownFiles& files) {
 }
 }  // namespace
 
+TEST_CASE("a state's directories are in path order, also when its lines are not (edited by hand)", "[manifest]") {
+    BuildState state;
+    state.manifests["modules-out/s"] = {10, 20, 30};
+    for (const char* dir : {"modules-out/s/b", "modules-out/s", "modules-out/s/a-b", "modules-out/s/a/b", "modules-out/s/a"})
+        state.dirs[dir] = {1, 2, 3, 0755};
+    const std::string text = state_text(state);
+    const auto dir_lines = [](const std::string& t) {
+        std::vector<std::string> out;
+        for (size_t at = t.find("\ndir "); at != std::string::npos; at = t.find("\ndir ", at + 1))
+            out.push_back(t.substr(at + 1, t.find('\n', at + 1) - at - 1));
+        return out;
+    };
+    const std::vector<std::string> in_order = {
+        "dir 1 2 3 493 modules-out/s", "dir 1 2 3 493 modules-out/s/a", "dir 1 2 3 493 modules-out/s/a-b",
+        "dir 1 2 3 493 modules-out/s/a/b", "dir 1 2 3 493 modules-out/s/b"};
+    CHECK(dir_lines(text) == in_order);
+    // The lines reversed: read the same, written back in order.
+    std::string reversed = text;
+    const size_t first = reversed.find("dir "), end = reversed.rfind("dir ");
+    const size_t last_end = reversed.find('\n', end) + 1;
+    std::string block;
+    for (auto it = in_order.rbegin(); it != in_order.rend(); ++it) block += *it + "\n";
+    reversed.replace(first, last_end - first, block);
+    REQUIRE(dir_lines(reversed) != in_order);
+    BuildState back;
+    REQUIRE(parse_state(reversed, back));
+    CHECK(back.dirs == state.dirs);
+    CHECK(state_text(back) == text);
+}
+
 TEST_CASE("the build state reads back as written", "[manifest]") {
     BuildState state;
     state.manifests["modules-out/s"] = {10, 20, 30};

@@ -482,8 +482,10 @@ KnownTree Publisher::known_tree(const Root& r) const {
                                   settled_before(stat.mtime_ns, looked->second)});
         }
     // (In path order, each directory's entries together: stats in a hash table's order took
-    // half as long again, each path walked through directories no longer in the CPU's caches.)
-    std::sort(known.dirs.begin(), known.dirs.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+    // half as long again, each path walked through directories no longer in the CPU's caches.
+    // A state's directories come in that order: only several states' need sorting.)
+    const auto by_path = [](const auto& a, const auto& b) { return a.path < b.path; };
+    if (!std::is_sorted(known.dirs.begin(), known.dirs.end(), by_path)) std::sort(known.dirs.begin(), known.dirs.end(), by_path);
     known.files.reserve(r.old_lines.size() + 1);
     for (const auto& [path, line] : r.old_lines) known.files.push_back(path);
     // (The manifest itself in its place: the files come in path order when its lines do.)

@@ -51,7 +51,7 @@ struct PublishOptions {
     // that look and still has the recorded stat holds what the manifest lists in it: the look
     // stats those entries instead of reading the directory (FileSystem::scan_known). Valid
     // while `known` is.
-    std::vector<const std::unordered_map<std::string, FileStat>*> known_dirs;
+    std::vector<const std::map<std::string, FileStat, std::less<>>*> known_dirs;
     const std::map<std::string, unsigned long long>* looked = nullptr;
 };
 
