@@ -7,6 +7,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <filesystem>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -344,6 +346,18 @@ int open_regular(const std::string& path, struct stat& st, std::string& error, s
     return fd;
 }
 
+// Whether a file system of type `type` (statfs's f_type) keeps a mapped file's pages however
+// the file is replaced: a local one. On a network or FUSE file system a mapped file that
+// another client removes may fault when a page is read again.
+bool local_file_system(long type) {
+    switch (static_cast<unsigned long>(type)) {
+        case TMPFS_MAGIC: case RAMFS_MAGIC: case EXT4_SUPER_MAGIC: case XFS_SUPER_MAGIC: case BTRFS_SUPER_MAGIC:
+            return true;
+        default:
+            return false;
+    }
+}
+
 // The rest of an open regular file (about `size` bytes) into `out`, at most `max_bytes`.
 bool read_open_file(int fd, size_t size, const std::string& path, std::string& out, std::string& error, size_t max_bytes) {
     out.clear();
@@ -368,7 +382,6 @@ bool read_open_file(int fd, size_t size, const std::string& path, std::string& o
     }
 }
 
-
 class DiskFs : public FileSystem {
 public:
     bool read(const std::string& path, std::string& out, std::string& error, size_t max_bytes) override {
@@ -380,8 +393,10 @@ public:
         const int fd = open_regular(path, st, error, max_bytes);
         if (fd < 0) return false;
         const size_t size = static_cast<size_t>(st.st_size);
+        struct statfs on;
+        const bool local = ::fstatfs(fd, &on) == 0 && local_file_system(on.f_type);
         // Populated at once: one call maps the page cache's pages instead of a fault for each.
-        void* at = size >= kMapFrom ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : MAP_FAILED;
+        void* at = size >= kMapFrom && local ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : MAP_FAILED;
         bool ok = true;
         if (at != MAP_FAILED) {
             out = FileText::mapped(at, size);
@@ -702,7 +717,6 @@ bool under(const std::string& path, const std::string& dir) {
 
 }  // namespace
 
-
 bool read_regular_file(const std::string& path, std::string& out, std::string& error, size_t max_bytes) {
     struct stat st;
     const int fd = open_regular(path, st, error, max_bytes);
@@ -733,6 +747,11 @@ void FileText::unmap() {
     if (map_) ::munmap(const_cast<char*>(map_), map_size_);
     map_ = nullptr;
     map_size_ = 0;
+}
+
+bool maps_caches_on(const std::string& path) {
+    struct statfs on;
+    return ::statfs(path.c_str(), &on) == 0 && local_file_system(on.f_type);
 }
 
 bool FileSystem::read_cache(const std::string& path, FileText& out, std::string& error, size_t max_bytes) {

@@ -55,6 +55,12 @@ private:
     size_t map_size_ = 0;
 };
 
+// Whether the disk's read_cache maps files on the file system of `path`: a local one (tmpfs,
+// ext2-4, XFS, Btrfs), which keeps a mapped file's pages however the file is replaced. Not a
+// network or FUSE file system (a home directory on NFS, say), where a mapped file that another
+// client removes may fault when a page is read again: there caches are read.
+bool maps_caches_on(const std::string& path);
+
 // One entry of a tree as it is on disk (symlinks not followed).
 struct TreeEntry {
     enum class Type { file, dir, symlink, other };
@@ -93,9 +99,9 @@ public:
     virtual bool write(const std::string& path, const std::string& data, bool executable,
                        std::string& error) = 0;  // creates parent dirs
     // read() of one of sitegen's own caches (build states, stack memos): files it replaces by
-    // a rename and never writes in place. On disk one of 64 KiB or more is mapped, not copied
-    // (a file truncated in place while mapped would fault: only such caches come this way).
-    // The default reads it into a string.
+    // a rename and never writes in place. On disk one of 64 KiB or more on a local file system
+    // (maps_caches_on) is mapped, not copied (a file truncated in place while mapped would
+    // fault: only such caches come this way). The default reads it into a string.
     virtual bool read_cache(const std::string& path, FileText& out, std::string& error,
                             size_t max_bytes = kMaxOutputFileBytes);
     // write(), then the new file's entry (as entry() gives it) in `written`. On disk it comes

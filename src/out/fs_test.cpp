@@ -124,7 +124,7 @@ TEST_CASE("a cache is read as read() reads it: mapped from 64 KiB, kept through 
     FileText text;
     std::string error;
     REQUIRE(disk->read_cache(dir.file("big"), text, error));
-    CHECK(text.is_mapped());
+    CHECK(text.is_mapped() == maps_caches_on(dir.str()));
     CHECK(text.view() == big);
     // A cache is replaced by a rename: the mapping keeps the bytes it was read with.
     sitegen::test::write_file(dir.file("big.new"), std::string(300000, 'y'));
@@ -159,6 +159,23 @@ TEST_CASE("a cache is read as read() reads it: mapped from 64 KiB, kept through 
     REQUIRE(fs.read_cache("state", text, error));
     CHECK_FALSE(text.is_mapped());
     CHECK(text.view() == big);
+}
+
+TEST_CASE("caches are mapped on local file systems only", "[fs]") {
+    // (tmpfs is local; /proc is neither local nor a place for caches: a file there is read.)
+    CHECK(maps_caches_on("/dev/shm"));
+    CHECK_FALSE(maps_caches_on("/proc/self"));
+    CHECK_FALSE(maps_caches_on("/nonexistent-sitegen-path"));
+    TempDir dir("fs-cache-local");
+    std::string big(100000, 'z');
+    sitegen::test::write_file(dir.file("big"), big);
+    auto disk = make_disk_fs();
+    FileText text;
+    std::string error;
+    REQUIRE(disk->read_cache(dir.file("big"), text, error));
+    CHECK(text.view() == big);
+    INFO("the temporary directory's file system maps caches: " << maps_caches_on(dir.str()));
+    CHECK(text.is_mapped() == maps_caches_on(dir.str()));
 }
 
 TEST_CASE("the in-memory file system refuses FIFOs and large files as the disk does", "[fs]") {

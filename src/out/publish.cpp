@@ -229,10 +229,10 @@ struct Publisher::Root {
         std::string read;                   // the hash of its bytes, when they were read
         bool known = false;              // its stat is the last build's: untouched since
         const ManifestLine* was = nullptr;  // its line in the live manifest, if any
-        // Known, listed, and with the manifest's mode (executable: 0755): as_last_built hands it
-        // out. The manifest's mode (`was`'s, 0 without). (Noted by the look, which has the line
-        // and the entry at hand: the kept stacks' lookups, in stack order, would fetch both from
-        // all over the tree.)
+        // Noted by the look, which has the manifest line and the entry at hand (the kept stacks'
+        // lookups, in stack order, would fetch both from all over the tree): whether
+        // as_last_built hands it out (known, listed, with the manifest's mode), whether that
+        // mode is 0755, and the manifest's mode (0: not listed).
         bool as_built = false, executable = false;
         unsigned was_mode = 0;
         // In the new tree as it is (add_kept with this record, as as_last_built found it): its
