@@ -350,12 +350,9 @@ int open_regular(const std::string& path, struct stat& st, std::string& error, s
 // the file is replaced: a local one. On a network or FUSE file system a mapped file that
 // another client removes may fault when a page is read again.
 bool local_file_system(long type) {
-    switch (static_cast<unsigned long>(type)) {
-        case TMPFS_MAGIC: case RAMFS_MAGIC: case EXT4_SUPER_MAGIC: case XFS_SUPER_MAGIC: case BTRFS_SUPER_MAGIC:
-            return true;
-        default:
-            return false;
-    }
+    static constexpr std::array<unsigned long, 5> kLocal = {TMPFS_MAGIC, RAMFS_MAGIC, EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC,
+                                                            BTRFS_SUPER_MAGIC};
+    return std::find(kLocal.begin(), kLocal.end(), static_cast<unsigned long>(type)) != kLocal.end();
 }
 
 // The rest of an open regular file (about `size` bytes) into `out`, at most `max_bytes`.
