@@ -42,7 +42,6 @@ public:
 
     std::string_view view() const { return map_ ? std::string_view(map_, map_size_) : std::string_view(owned_); }
     operator std::string_view() const { return view(); }  // NOLINT: read as text where a view is
-    std::string_view substr(size_t at, size_t n = std::string_view::npos) const { return view().substr(at, n); }
     const char* data() const { return view().data(); }
     size_t size() const { return view().size(); }
     bool empty() const { return size() == 0; }

@@ -206,9 +206,9 @@ TEST_CASE("a kept stack's state lines are the last state's, copied as they were 
     BuildState last;
     REQUIRE(parse_state(std::move(text), last));  // (kept, with each stack's span of file lines)
     const auto& a = last.stacks.at("A/1");
-    CHECK(last.text.substr(a.lines_at, a.lines_size) ==
+    CHECK(last.text.view().substr(a.lines_at, a.lines_size) ==
           "file 1 2 3 420 modules-out/s/a/1.lua\nfile 4 5 6 493 modules-out/s/a/1/run\n");
-    CHECK(last.file_lines("A/1", 2) == last.text.substr(a.lines_at, a.lines_size));
+    CHECK(last.file_lines("A/1", 2) == last.text.view().substr(a.lines_at, a.lines_size));
     CHECK(last.file_lines("A/1", 3).empty());  // (not a line per file: not what it seems)
     CHECK(last.file_lines("C/3", 0).empty());
     // The next state: A kept (its lines copied, its files' stats not given), B rebuilt.

@@ -231,9 +231,9 @@ struct Publisher::Root {
         const ManifestLine* was = nullptr;  // its line in the live manifest, if any
         // Noted by the look, which has the manifest line and the entry at hand (the kept stacks'
         // lookups, in stack order, would fetch both from all over the tree): whether
-        // as_last_built hands it out (known, listed, with the manifest's mode), whether that
-        // mode is 0755, and the manifest's mode (0: not listed).
-        bool as_built = false, executable = false;
+        // as_last_built hands it out (known, listed, with the manifest's mode), and the
+        // manifest's mode (0: not listed).
+        bool as_built = false;
         unsigned was_mode = 0;
         // In the new tree as it is (add_kept with this record, as as_last_built found it): its
         // path, hash and mode are the live file's, so it is not copied into `fresh`, the map
@@ -247,7 +247,7 @@ struct Publisher::Root {
     // Publisher::as_last_built of the live file `live` (null: none) at `path`.
     static bool as_last_built(const std::string& path, const Live* live, KeptFile& out) {
         if (!live || !live->as_built) return false;
-        out = {path, {}, live->executable, live};  // (the hash: the manifest's, which `found` holds)
+        out = {path, {}, live->was_mode == 0755u, live};  // (the hash: the manifest's, which `found` holds)
         return true;
     }
     // A live file kept as it is, and not also added again (then `fresh` has the path).
@@ -582,7 +582,6 @@ void Publisher::look_live(const std::function<void()>& dirs_ready, const std::fu
             live.was = was[i];
             live.was_mode = was[i] ? was[i]->mode : 0;
             live.as_built = live.known && was[i] && live.was_mode == e.mode;
-            live.executable = live.was_mode == 0755u;
             Root::Live& placed = r.live_files.emplace(e.path, std::move(live)).first->second;
             if (!placed.hashed) unread.push_back(&placed);
             r.live_of[i] = &placed;
