@@ -119,9 +119,8 @@ public:
     void look_spares(bool listings = true);
     void look_end();
     // After look_end(): notes for each live file the spare's file at its path, so that staging
-    // a kept file need not look it up, and makes each live tree's SpareListing for finish() to
-    // report (look() does it too). It writes only what as_last_built does not read: the two may
-    // run at once.
+    // a kept file need not look it up (look() does it too). It writes only what as_last_built
+    // does not read: the two may run at once.
     void match_spares();
     bool begin(Diagnostics& diags);
     bool add(const OutputFile& file, Diagnostics& diags);
