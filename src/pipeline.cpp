@@ -840,11 +840,12 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
 // Keeps the stacks this build loaded for the next load (`text`: stack_memo_text), beside the
 // state and like it a cache: when it cannot be written the next build parses every entry, so
 // that is only a warning.
-void record_memo(FileSystem& fs, const std::string& state_dir, const Loaded& l, const std::string& text,
+void record_memo(FileSystem& fs, const std::string& state_dir, const Loaded& l, const TextPieces& text,
                  Result& result) {
     const TraceSpan span("record_memo");
     std::string error;
-    if (l.memo && text != l.memo->text.view() && !replace_file(fs, stack_memo_path(state_dir, l.name), text, error))
+    if (l.memo && !text.same_as(l.memo->text.view()) &&
+        !replace_file(fs, stack_memo_path(state_dir, l.name), text.pieces, error))
         result.err += "sitegen: warning: cannot record the stack memo (the next build parses every stack): " + error + "\n";
     // The rules' memo, when this run leaves one other than the one read (a run that cannot be
     // kept leaves the last one: it is used only where it still says what the rules would).
@@ -1078,13 +1079,13 @@ Result run_build(FileSystem& fs, const Request& request) {
     }
     // Each site's stack memo is made while the publish finishes (it needs the loaded site alone).
     const bool records = !request.dry_run && !state_dir.empty();
-    std::vector<std::string> memo_texts(sites.size());
+    std::vector<TextPieces> memo_texts(sites.size());  // (views into each site's memo as read)
     bool ok = false;
     run_beside(records && render_threads() > 1, [&] {
         for (size_t s = 0; records && s < sites.size(); ++s)
             if (sites[s].memo) {
                 const TraceSpan memo("stack_memo_text");
-                memo_texts[s] = stack_memo_text(*sites[s].memo, sites[s].site);
+                memo_texts[s] = stack_memo_pieces(*sites[s].memo, sites[s].site);
             }
     }, [&] { ok = publisher.finish(report, diags); });
     result.err += render_all(diags, reader_for(fs));

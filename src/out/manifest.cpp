@@ -172,58 +172,6 @@ bool parse_listing(std::string_view lines, std::vector<TreeEntry>& dirs, std::ve
     return in.ok;
 }
 
-namespace {
-
-// Builds a StateText: text appended to the last owned string, views added as pieces of their
-// own (one piece with the view before when they are adjacent in memory: consecutive kept
-// stacks are consecutive in the last state's text).
-struct PieceWriter {
-    StateText& out;
-    std::string* open = nullptr;  // the owned string being appended to, if any
-    std::string& text(size_t reserve = 0) {
-        if (!open) {
-            open = &out.owned.emplace_back();
-            open->reserve(reserve);
-        }
-        return *open;
-    }
-    void close() {
-        if (open && !open->empty()) add(*open);
-        open = nullptr;
-    }
-    void view(std::string_view v) {
-        close();
-        if (!v.empty()) add(v);
-    }
-    void add(std::string_view v) {
-        if (!out.pieces.empty() && out.pieces.back().data() + out.pieces.back().size() == v.data())
-            out.pieces.back() = std::string_view(out.pieces.back().data(), out.pieces.back().size() + v.size());
-        else
-            out.pieces.push_back(v);
-    }
-    // The pieces of `part` after these (its owned strings moved over whole: list nodes).
-    void append(StateText& part) {
-        close();
-        for (const auto v : part.pieces) add(v);
-        out.owned.splice(out.owned.end(), part.owned);
-    }
-};
-
-}  // namespace
-
-size_t StateText::size() const {
-    size_t n = 0;
-    for (const auto v : pieces) n += v.size();
-    return n;
-}
-
-std::string StateText::joined() const {
-    std::string out;
-    out.reserve(size());
-    for (const auto v : pieces) out += v;
-    return out;
-}
-
 std::string state_text(const BuildState& state, bool threads) { return state_text_pieces(state, threads).joined(); }
 
 StateText state_text_pieces(const BuildState& state, bool threads) {

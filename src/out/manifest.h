@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -16,6 +15,7 @@
 #include "site/diagnostics.h"
 #include "site/model.h"
 #include "site/model_text.h"  // site_wide_text, stack_text: inputs of the build keys
+#include "text/pieces.h"
 
 namespace sitegen {
 
@@ -138,16 +138,12 @@ struct BuildState {
     std::string_view kept_record(const std::string& id, const std::string& key, size_t files) const;
 };
 
-// A state's text in pieces, to be written one after the other: views into `owned` and into the
-// BuildState it was made from (its kept stacks' records, its spares' listings), which must
-// outlive it. A one-stack rebuild of 2,000 stacks writes ~8 MB of state, most of it the last
-// state's own lines: written from there, not copied into one string first.
-struct StateText {
-    std::vector<std::string_view> pieces;  // (none: the state cannot be written as text)
-    std::list<std::string> owned;          // (a list: a piece's view stays put as more are added)
-    size_t size() const;
-    std::string joined() const;
-};
+// A state's text in pieces, to be written one after the other: views into its own strings and
+// into the BuildState it was made from (its kept stacks' records, its spares' listings), which
+// must outlive it. A one-stack rebuild of 2,000 stacks writes ~8 MB of state, most of it the
+// last state's own lines: written from there, not copied into one string first. (No pieces:
+// the state cannot be written as text.)
+using StateText = TextPieces;
 // The state as text, or "" when it cannot be written as text (a path or name with a newline,
 // a stack file without its stat): the caller removes the old state instead. (`threads`: a big
 // state's second half of stacks is written on a second thread.)

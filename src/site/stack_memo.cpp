@@ -116,29 +116,57 @@ void read_stack_memo(FileText text, StackMemo& memo) {
     if (!rest.empty()) memo.entries.clear();  // (a broken memo is not half used)
 }
 
-std::string stack_memo_text(const StackMemo& memo, const Site& site) {
-    std::string out(kHeader);
-    // (No regrowth copying megabytes: the entries read back as they are, the others about as big.)
-    size_t bytes = 0;
-    for (const StackMemo::Piece& p : memo.pieces) bytes += 2 * kKeyChars + 24 + p.entry.text.size();
-    out.reserve(bytes + bytes / std::max<size_t>(memo.pieces.size(), 1) * 4);
+namespace {
+
+// An entry's record as read_stack_memo found it in `text` (key, digest, length, the entry),
+// when it is exactly what stack_memo_pieces writes for `key`; empty otherwise.
+std::string_view written_record(std::string_view text, const std::string& key, const StackMemo::Entry& entry) {
+    const char* begin = entry.digest.data() - (kKeyChars + 1);
+    const char* end = entry.text.data() + entry.text.size() + 1;
+    if (entry.digest.size() != kKeyChars || begin < text.data() || end > text.data() + text.size()) return {};
+    const std::string_view record(begin, static_cast<size_t>(end - begin));
+    const std::string length = " " + std::to_string(entry.text.size()) + "\n";
+    const size_t at = 2 * kKeyChars + 1;
+    if (record.substr(0, kKeyChars) != key || record[kKeyChars] != ' ' || record.substr(at, length.size()) != length ||
+        record.size() != at + length.size() + entry.text.size() + 1 || record.back() != '\n')
+        return {};
+    return record;
+}
+
+}  // namespace
+
+TextPieces stack_memo_pieces(const StackMemo& memo, const Site& site) {
+    TextPieces out;
+    PieceWriter w{out};
+    w.view(kHeader);
     for (const StackMemo::Piece& p : memo.pieces) {
-        if (!p.clean || p.stack >= site.stacks.size()) continue;
-        // (An entry from the memo keeps its digest: a one-stack rebuild hashes one entry.)
+        if (!p.clean || p.stack >= site.stacks.size() || p.key.size() != kKeyChars) continue;
+        // An entry from the memo is written from there, its record as it was (a one-stack
+        // rebuild hashes one entry and copies no bytes of the others).
+        if (!p.entry.text.empty()) {
+            if (const std::string_view record = written_record(memo.text.view(), p.key, p.entry); !record.empty()) {
+                w.view(record);
+                continue;
+            }
+        }
         const bool made_here = p.entry.text.empty();
         const std::string made = made_here ? stack_memo_entry(site, p.stack, p.line, p.path, p.python) : std::string();
         const std::string_view entry = made_here ? std::string_view(made) : p.entry.text;
-        if (entry.empty() || p.key.size() != kKeyChars) continue;
-        out += p.key;
-        out += ' ';
-        out += made_here ? sha256_hex(entry) : std::string(p.entry.digest);
-        out += ' ';
-        out += std::to_string(entry.size());
-        out += '\n';
-        out += entry;
-        out += '\n';
+        if (entry.empty()) continue;
+        std::string& text = w.text();
+        text += p.key;
+        text += ' ';
+        text += made_here ? sha256_hex(entry) : std::string(p.entry.digest);
+        text += ' ';
+        text += std::to_string(entry.size());
+        text += '\n';
+        text += entry;
+        text += '\n';
     }
+    w.close();
     return out;
 }
+
+std::string stack_memo_text(const StackMemo& memo, const Site& site) { return stack_memo_pieces(memo, site).joined(); }
 
 }  // namespace sitegen

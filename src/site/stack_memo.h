@@ -13,6 +13,7 @@
 
 #include "out/fs.h"  // FileText
 #include "site/model.h"
+#include "text/pieces.h"
 
 namespace sitegen {
 
@@ -44,6 +45,9 @@ inline void read_stack_memo(std::string text, StackMemo& memo) { read_stack_memo
 // The memo file after a load of `site` that used `memo`: every clean piece's entry, those from
 // the memo as they were, the others made from the site as loaded.
 std::string stack_memo_text(const StackMemo& memo, const Site& site);
+// The same text in pieces: views into the memo's text where an entry's record is there as it
+// is written, so that it must outlive them.
+TextPieces stack_memo_pieces(const StackMemo& memo, const Site& site);
 
 // The key of one `[[stacks]]` piece: the reading sitegen, the file's path (its regions name it)
 // and the piece's bytes.

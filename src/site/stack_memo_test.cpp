@@ -203,3 +203,40 @@ TEST_CASE("stack memo: a first load on several threads parses its entries in par
     CHECK(first.findings == fresh.findings);
     CHECK(taken == 1198);
 }
+
+TEST_CASE("stack memo: written back, its entries are views of the memo read, as they were written", "[stack_memo]") {
+    const std::string text = site(30);
+    const std::string written = memo_of(text);
+    auto fs = make_disk_fs();
+    const auto pieces_of = [&](const std::string& memo_text, StackMemo& memo) {
+        memo.identity = "test";
+        read_stack_memo(memo_text, memo);
+        Site site;
+        Diagnostics diags;
+        REQUIRE(load_site_text(*fs, kPath, text, site, diags, &memo));
+        return stack_memo_pieces(memo, site);
+    };
+    StackMemo memo;
+    const TextPieces pieces = pieces_of(written, memo);
+    CHECK(pieces.joined() == written);
+    CHECK(pieces.same_as(memo.text.view()));
+    // The header, the first entry (always parsed: made again), then the other 29 entries' records
+    // as one view of the memo's text.
+    REQUIRE(pieces.pieces.size() == 3);
+    const std::string_view read = memo.text.view();
+    CHECK((pieces.pieces[2].data() > read.data() && pieces.pieces[2].data() + pieces.pieces[2].size() == read.data() + read.size()));
+    // A record its reader takes but sitegen does not write so (a length with a leading zero) is
+    // written anew as sitegen writes it.
+    std::string bent = written;
+    // (A record: key, space, digest, space, length, newline, the entry, newline.)
+    const size_t first = bent.find('\n') + 1, first_length = first + 130;
+    const size_t first_end = bent.find('\n', first_length);
+    const size_t second = first_end + 1 + std::stoul(bent.substr(first_length, first_end - first_length)) + 1;
+    REQUIRE(bent.substr(second + 64, 1) == " ");
+    bent.insert(second + 130, "0");
+    StackMemo bent_memo;
+    const TextPieces again = pieces_of(bent, bent_memo);
+    CHECK(bent_memo.taken == 29);
+    CHECK(again.joined() == written);
+    CHECK_FALSE(again.same_as(bent_memo.text.view()));
+}
