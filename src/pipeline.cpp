@@ -497,14 +497,16 @@ std::vector<KeptFile> reusable(const Publisher& publisher, const BuildState& sta
     return kept;
 }
 
-// For each stack of a site, its files when it need not be rendered (reusable), else none.
+// For each stack of a site, its files when it need not be rendered (reusable), else none;
+// `ids`: each stack's module full name (its state record's).
 // Two stacks with one name render both, so the clash is reported.
 // (Only reads: on a big site the second half is looked up on a thread of its own.)
 std::vector<std::vector<KeptFile>> kept_stacks(const Publisher& publisher, const BuildState& state, uint32_t lines_from,
-                                               const Site& site, const std::vector<std::string>& keys) {
+                                               const Site& site, const std::vector<std::string>& keys,
+                                               std::vector<std::string>& ids) {
     const TraceSpan span("kept_stacks");
     const size_t n = site.stacks.size();
-    std::vector<std::string> ids(n);
+    ids.assign(n, {});
     std::unordered_map<std::string_view, int> count;
     for (size_t i = 0; i < n; ++i) ++count[ids[i] = site.stacks[i].module_full_name()];
     std::vector<std::vector<KeptFile>> kept(n);
@@ -620,6 +622,7 @@ struct PreparedSite {
     PlanOptions options;
     std::vector<std::string> keys;
     std::vector<std::vector<KeptFile>> kept;
+    std::vector<std::string> ids;  // each stack's module full name (kept_stacks made them)
 };
 
 // Renders the stacks of a site that need it (on worker threads) and hands every stack's files
@@ -652,12 +655,14 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const B
             const SetOnExit done{handed};  // (even when handing over throws: delivering waits for it)
             const TraceSpan span("hand_over_kept");
             publisher.add_kept_stacks(p.kept, std::min(threads, 4u), diags);
-            // And their state records: made in stack order (a map), then filled on those
-            // threads (kept stacks have ids of their own: kept_stacks keeps no two with one id).
+            // And their state records: made in stack order (a map; each id goes after the one
+            // before when the stacks come in its order), then filled on those threads (kept
+            // stacks have ids of their own: kept_stacks keeps no two with one id).
             std::vector<std::pair<const std::string*, BuildState::StackRecord*>> records(n, {nullptr, nullptr});
             for (size_t i = 0; i < n; ++i)
                 if (!wanted[i]) {
-                    const auto it = next.stacks.try_emplace(l.site.stacks[i].module_full_name()).first;
+                    std::string id = p.ids.size() == n ? std::move(p.ids[i]) : l.site.stacks[i].module_full_name();
+                    const auto it = next.stacks.try_emplace(next.stacks.end(), std::move(id));
                     records[i] = {&it->first, &it->second};
                 }
             share_out_slices(n, 64, std::min(threads, 4u), [&](size_t i, unsigned) {
@@ -668,9 +673,12 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const B
                 for (KeptFile& k : p.kept[i]) record->files.push_back(std::move(k.path));  // (handed over above)
                 p.kept[i] = {};
                 // Its state lines are the last state's: the same files (reusable keeps all of
-                // them, in order), each with the stat that state gave it (as_last_built).
-                record->same_lines = last.file_lines(*id, record->files.size());
+                // them, in order), each with the stat that state gave it (as_last_built); its
+                // record too when that is the one this state writes.
                 record->same_record = last.kept_record(*id, record->key, record->files.size());
+                const size_t head = std::string_view("stack  kept \n").size() + record->key.size() + id->size();
+                record->same_lines = record->same_record.empty() ? last.file_lines(*id, record->files.size())
+                                                                 : record->same_record.substr(head);
             });
         };
         StackSteps steps;
@@ -976,7 +984,8 @@ Result run_build(FileSystem& fs, const Request& request) {
     bool kept_beside = false;  // (set before `keyed`: whether the two threads share them so)
     const auto find_kept = [&] {
         for (size_t s = 0; s < sites.size(); ++s)
-            prepared[s].kept = kept_stacks(publisher, last[s], working->first_lines[s], sites[s].site, prepared[s].keys);
+            prepared[s].kept =
+                kept_stacks(publisher, last[s], working->first_lines[s], sites[s].site, prepared[s].keys, prepared[s].ids);
     };
     // (Below four CPUs, on each thread when its own part is done: the spares for the first
     // here, the kept stacks for the second once `other`, the other thread's part, is done.)
