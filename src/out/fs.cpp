@@ -392,8 +392,10 @@ public:
         const size_t size = static_cast<size_t>(st.st_size);
         struct statfs on;
         const bool local = ::fstatfs(fd, &on) == 0 && local_file_system(on.f_type);
-        // Populated at once: one call maps the page cache's pages instead of a fault for each.
-        void* at = size >= kMapFrom && local ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : MAP_FAILED;
+        // Not populated at once: a read fault maps the page cache's pages around it too (16 at a
+        // time), and the parts of a cache read later are mapped then, not before its head is read
+        // (an 8 MB state: 0.55 ms touched page by page, 0.84 ms populated in one call, on tmpfs).
+        void* at = size >= kMapFrom && local ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
         bool ok = true;
         if (at != MAP_FAILED) {
             out = FileText::mapped(at, size);
