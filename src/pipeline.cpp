@@ -785,8 +785,10 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
     const auto stat_dirs = [&] {
         if (same_files()) state.dirs = std::move(last.dirs);  // (their paths: each stat is found below)
         else dirs_of_files();
+        auto known = report.dir_stats.begin();  // (both in path order: walked side by side)
         for (auto& [dir, stat] : state.dirs) {
-            if (const auto known = report.dir_stats.find(dir); known != report.dir_stats.end()) {
+            while (known != report.dir_stats.end() && known->first < dir) ++known;
+            if (known != report.dir_stats.end() && known->first == dir) {
                 stat = known->second;  // (as the publisher's look saw it, unchanged since)
                 continue;
             }

@@ -1252,10 +1252,13 @@ void Publisher::root_dir_stats(const Root& r, bool staged, PublishReport& report
     const TreeEntry& top = staged ? r.spare_top : r.top;
     if (!(staged ? r.spare_exists : r.exists) || top.type != TreeEntry::Type::dir) return;
     report.looked[r.root] = staged ? looked_spares_at_ : looked_live_at_;
+    auto at = report.dir_stats.end();  // (the place after the last one kept)
     const auto keep = [&](std::string_view dir, const TreeEntry& e) {
         if (staged && r.touched.count(dir)) return;
         if (!dir.empty() && !r.fresh_dirs.count(dir)) return;  // (not a directory of the new tree)
-        report.dir_stats[dir.empty() ? r.root : r.root + "/" + std::string(dir)] = stat_of(e);
+        // (The entries come in path order: each goes right after the one before.)
+        at = report.dir_stats.insert_or_assign(at, dir.empty() ? r.root : r.root + "/" + std::string(dir), stat_of(e));
+        ++at;
     };
     keep({}, top);
     for (const TreeEntry& e : seen)

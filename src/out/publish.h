@@ -66,7 +66,8 @@ struct PublishReport {
     std::map<std::string, FileStat> manifest_stats;
     // The stat of the roots' directories (by path relative to out_dir) that the publisher knows
     // without asking the file system again (none changed since its look); the others are not listed.
-    std::unordered_map<std::string, FileStat> dir_stats;
+    // (In path order, as a state lists its directories: the two are walked side by side.)
+    std::map<std::string, FileStat, std::less<>> dir_stats;
     // When the look that saw each root's directories in `dir_stats` began (root -> ns since the
     // epoch): the live root's look for a root that stayed, the spare's for one swapped in (none
     // for a spare made anew: its directories are this publish's).
