@@ -847,7 +847,7 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
                       error + "\n";
 }
 
-// Keeps the stacks this build loaded for the next load (`text`: stack_memo_text), beside the
+// Keeps the stacks this build loaded for the next load (`text`: stack_memo_pieces), beside the
 // state and like it a cache: when it cannot be written the next build parses every entry, so
 // that is only a warning.
 void record_memo(FileSystem& fs, const std::string& state_dir, const Loaded& l, const TextPieces& text,
