@@ -675,10 +675,7 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const B
                 // Its state lines are the last state's: the same files (reusable keeps all of
                 // them, in order), each with the stat that state gave it (as_last_built); its
                 // record too when that is the one this state writes.
-                record->same_record = last.kept_record(*id, record->key, record->files.size());
-                const size_t head = std::string_view("stack  kept \n").size() + record->key.size() + id->size();
-                record->same_lines = record->same_record.empty() ? last.file_lines(*id, record->files.size())
-                                                                 : record->same_record.substr(head);
+                record->same_record = last.kept_record(*id, record->key, record->files.size(), &record->same_lines);
             });
         };
         StackSteps steps;

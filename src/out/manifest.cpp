@@ -400,8 +400,10 @@ bool parse_state_stacks(BuildState& state) {
     return ok;
 }
 
-std::string_view BuildState::kept_record(const std::string& id, const std::string& key, size_t files) const {
+std::string_view BuildState::kept_record(const std::string& id, const std::string& key, size_t files,
+                                         std::string_view* lines_out) const {
     const std::string_view lines = file_lines(id, files);
+    if (lines_out) *lines_out = lines;
     if (lines.empty()) return {};
     const std::string line = "stack " + key + " kept " + id + "\n";
     const size_t at = static_cast<size_t>(lines.data() - text.data());

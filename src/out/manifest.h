@@ -135,7 +135,9 @@ struct BuildState {
     std::string_view file_lines(const std::string& id, size_t files) const;
     // Its "stack" line and file lines as read, when they are what a state that keeps it with
     // `key` writes (file_lines(id, files) after "stack <key> kept <id>"); empty otherwise.
-    std::string_view kept_record(const std::string& id, const std::string& key, size_t files) const;
+    // (`lines`, when given: file_lines(id, files), found on the way.)
+    std::string_view kept_record(const std::string& id, const std::string& key, size_t files,
+                                 std::string_view* lines = nullptr) const;
 };
 
 // A state's text in pieces, to be written one after the other: views into its own strings and

@@ -414,6 +414,9 @@ TEST_CASE("a state kept from the last one's records is written in pieces that jo
         record.same_lines = last.file_lines(id, 1);
         record.same_record = last.kept_record(id, record.key, 1);
         CHECK(record.same_record.empty() == (id == "A/2"));  // (A/2's line said "rebuilt")
+        std::string_view lines;  // (found on the way: the same as file_lines, record or not)
+        CHECK(last.kept_record(id, record.key, 1, &lines) == record.same_record);
+        CHECK(lines == record.same_lines);
     }
     const StateText pieces = state_text_pieces(next);
     // Views of `last`'s text, runs of consecutive kept stacks in one piece.

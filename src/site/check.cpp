@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <type_traits>
 
 #include "node/topology.h"
 #include "plan/env_profile.h"
@@ -47,27 +48,34 @@ struct Checker {
             diags.error(site.where(path), "'" + path + "' must be an absolute path, found '" + value + "'");
     }
 
-    // Values that land in one line of a batch directive or a ':'/','-separated list.
+    // Values that land in one line of a batch directive or a ':'/','-separated list. `path` is
+    // the key's path, or what makes it: made only for a finding (the per-stack checks would
+    // otherwise make 8,000 paths at 2,000 stacks).
+    template <typename Path>
+    static std::string path_of(const Path& path) {
+        if constexpr (std::is_invocable_v<const Path&>) return path();
+        else return std::string(path);
+    }
     static bool is_single_line(std::string_view value) {
         for (unsigned char c : value)
             if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
         return true;
     }
-    void single_line(const std::string& path, const std::string& value) {
-        if (!is_single_line(value))
-            diags.error(site.where(path), "'" + path + "' must be a single line without control characters");
+    template <typename Path>
+    void single_line(const Path& path, const std::string& value) {
+        if (is_single_line(value)) return;
+        const std::string at = path_of(path);
+        diags.error(site.where(at), "'" + at + "' must be a single line without control characters");
     }
-    // Whether no_separator() finds nothing to report in `value` (a per-stack check asks this
-    // first: the path it names is made only for a finding, not 8,000 times at 2,000 stacks).
-    static bool placed_well(std::string_view value, std::string_view separators) {
-        return is_single_line(value) && value.find_first_of(separators) == std::string_view::npos;
-    }
-    void no_separator(const std::string& path, const std::string& value, const std::string& separators,
+    template <typename Path>
+    void no_separator(const Path& path, const std::string& value, const std::string& separators,
                       const std::string& where_used) {
-        single_line(path, value);
+        if (is_single_line(value) && value.find_first_of(separators) == std::string::npos) return;
+        const std::string at = path_of(path);
+        single_line(at, value);
         for (char c : separators)
             if (value.find(c) != std::string::npos) {
-                diags.error(site.where(path), "'" + path + "' contains '" + std::string(1, c) + "', which would split " + where_used);
+                diags.error(site.where(at), "'" + at + "' contains '" + std::string(1, c) + "', which would split " + where_used);
                 return;
             }
     }
@@ -779,7 +787,7 @@ void Checker::check_text_placement() {
     for (const auto& [name, value] : site.collectives.env) single_line("collectives.env." + name, value);
     for (size_t i = 0; i < site.stacks.size(); ++i)
         for (const auto& [name, value] : site.stacks[i].env)
-            if (!is_single_line(value)) single_line("stacks." + std::to_string(i) + ".env." + name, value);
+            single_line([&, &name = name] { return "stacks." + std::to_string(i) + ".env." + name; }, value);
     // The module sets these itself (or they are path lists / Lmod state a setenv would clobber).
     std::set<std::string> reported;
     for (size_t i = 0; i < site.stacks.size(); ++i) {
@@ -816,12 +824,10 @@ void Checker::check_text_placement() {
         for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"conda_root", &py.conda_root},
                                          {"conda_env", &py.conda_env}, {"venv", &py.venv},
                                          {"interpreter", &py.interpreter}})
-            if (!placed_well(*value, ":"))
-                no_separator(site.regions.count(p + ".python." + key) ? p + ".python." + key : std::string("python.") + key,
-                             *value, ":", "PATH-like variables");
+            no_separator([&, key = key] { return present(p + ".python." + key) ? p + ".python." + key : std::string("python.") + key; },
+                         *value, ":", "PATH-like variables");
         for (size_t k = 0; k < site.stacks[i].base_modules.size(); ++k)
-            if (!is_single_line(site.stacks[i].base_modules[k]))
-                single_line(p + ".base_modules." + std::to_string(k), site.stacks[i].base_modules[k]);
+            single_line([&] { return p + ".base_modules." + std::to_string(k); }, site.stacks[i].base_modules[k]);
     }
 }
 
