@@ -670,7 +670,7 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const B
                 if (!record) return;
                 *record = {p.keys[i], false, {}};
                 record->files.reserve(p.kept[i].size());
-                for (KeptFile& k : p.kept[i]) record->files.push_back(std::move(k.path));  // (handed over above)
+                for (const KeptFile& k : p.kept[i]) record->files.push_back(k.path);  // (views into `last`)
                 p.kept[i] = {};
                 // Its state lines are the last state's: the same files (reusable keeps all of
                 // them, in order), each with the stat that state gave it (as_last_built); its
@@ -700,7 +700,7 @@ void render_site(const Loaded& l, PreparedSite& p, Publisher& publisher, const B
             record = {p.keys[i], true, {}};
             for (size_t j = 0; j < rendered->files.size(); ++j) {
                 OutputFile& f = rendered->files[j];
-                record.files.push_back(f.path);
+                record.files.push_back(next.own(f.path));
                 publisher.add(f, std::move(rendered->hashes[j]), diags);
                 if (!early && is_self_checked(f.path)) self_check.add(std::move(f));
             }
@@ -811,7 +811,7 @@ void record_state(FileSystem& fs, const Request& request, const std::string& sta
         for (const auto& [id, record] : state.stacks) {
             if (!record.same_lines.empty()) continue;
             for (const auto& path : record.files) {
-                auto node = report.stats.extract(path);  // (each path is one stack's)
+                auto node = report.stats.extract(std::string(path));  // (each path is one stack's)
                 if (node.empty()) complete = false;
                 else state.files.insert(std::move(node));
             }

@@ -58,7 +58,7 @@ ManifestLines manifest_lines(std::string_view text) {
 
 namespace {
 
-void put_stat(std::string& out, const char* kind, const FileStat& s, const std::string& path) {
+void put_stat(std::string& out, const char* kind, const FileStat& s, std::string_view path) {
     char numbers[4 * 21];  // " <n>" four times (to_chars: no string per number)
     char* end = numbers;
     for (unsigned long long n : {s.size, s.mtime_ns, s.ino, static_cast<unsigned long long>(s.mode)}) {
@@ -123,7 +123,7 @@ struct StateReader {
     }
 };
 
-bool one_line(const std::string& s) { return s.find('\n') == std::string::npos; }
+bool one_line(std::string_view s) { return s.find('\n') == std::string_view::npos; }
 
 }  // namespace
 
@@ -311,22 +311,22 @@ bool read_state_lines(std::string_view text, size_t from, BuildState& state, Sta
         } else if (kind == "looked") {
             const unsigned long long at = in.number();
             state.looked[in.rest_of_line()] = at;
-        } else if (kind == "manifest" || kind == "dir" || kind == "file") {
+        } else if (kind == "file") {
+            const FileStat s = in.stat();
+            const std::string_view path = in.rest_of_line_view();
+            if (!current) return false;
+            const uint32_t line = state.files_read++;
+            if (current->files.empty()) current->first_line = line;
+            else if (current->first_line != KnownFile::kNoLine && current->first_line + current->files.size() != line)
+                current->first_line = KnownFile::kNoLine;
+            current->files.push_back(kept ? path : state.own(std::string(path)));  // (a view: the state keeps its text)
+            state.files.insert_or_assign(std::string(path), KnownFile{s, line});
+            current->lines_size = static_cast<size_t>(in.text.data() - text.data()) - current->lines_at;
+        } else if (kind == "manifest" || kind == "dir") {
             const FileStat s = in.stat();
             std::string path = in.rest_of_line();
             if (kind == "manifest") state.manifests[path] = s;
-            else if (kind == "dir") state.dirs.insert_or_assign(state.dirs.end(), path, s);  // (in order: at the end)
-            else if (current) {
-                const uint32_t line = state.files_read++;
-                if (current->files.empty()) current->first_line = line;
-                else if (current->first_line != KnownFile::kNoLine && current->first_line + current->files.size() != line)
-                    current->first_line = KnownFile::kNoLine;
-                current->files.push_back(path);
-                state.files[std::move(path)] = {s, line};
-                current->lines_size = static_cast<size_t>(in.text.data() - text.data()) - current->lines_at;
-            } else {
-                return false;
-            }
+            else state.dirs.insert_or_assign(state.dirs.end(), path, s);  // (in order: at the end)
         } else if (kind == "spare") {
             // Its listing: the lines after it that start with "d " or "f ".
             SpareListing spare;

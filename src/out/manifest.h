@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <string_view>
@@ -64,7 +65,7 @@ struct KnownFile {
     uint32_t line = kNoLine;
     bool operator==(const KnownFile&) const = default;
 };
-using KnownFiles = std::unordered_map<std::string, KnownFile>;
+using KnownFiles = std::unordered_map<std::string, KnownFile, PathHash, std::equal_to<>>;
 
 // What a spare held once a publish swapped its tree in: the tree it replaced, as that
 // publish's look found it, one line per entry ("d <size> <mtime> <ino> <mode> <path>" for a
@@ -101,7 +102,9 @@ struct BuildState {
     struct StackRecord {
         std::string key;                 // digest of the stack's inputs (see stack_key)
         bool rebuilt = false;            // rendered by the build that wrote this state
-        std::vector<std::string> files;  // its outputs, relative to the out dir
+        // Its outputs, relative to the out dir: views into the state's `text` or `paths`, or into
+        // the state it was made from (a kept stack's: no string per file of 26,000 per rebuild).
+        std::vector<std::string_view> files;
         // Read: where its file lines are in `text`. To write: its file lines as they are, when
         // they are those of the last state (a kept stack: the same files with the same stats),
         // copied instead of made again from `files` (whose stats need not be in `files` then).
@@ -114,6 +117,12 @@ struct BuildState {
         // exactly those (kept then and now, with this key): written from there, not copied.
         std::string_view same_record;
     };
+    BuildState() = default;
+    BuildState(BuildState&&) = default;
+    BuildState& operator=(BuildState&&) = default;
+    // (Not copied: the stacks' files are views into its own `text` and `paths`.)
+    BuildState(const BuildState&) = delete;
+    BuildState& operator=(const BuildState&) = delete;
     // The inputs, so that a build whose inputs all answer as they did need not load the site:
     std::string inputs;                        // digest: sitegen, request, rule files, answers ("" = none)
     std::vector<InputQuery> queries;           // what loading the site asked the file system
@@ -129,6 +138,8 @@ struct BuildState {
     KnownFiles files;  // every output, relative to the out dir
     uint32_t files_read = 0;  // read: how many file lines it has (the places of KnownFile::line)
     FileText text;  // the text it was read from, when parse_state was given it to keep
+    std::deque<std::string> paths;  // the stacks' file paths that are not views into `text` (own())
+    std::string_view own(std::string path) { return paths.emplace_back(std::move(path)); }
     size_t stacks_at = std::string::npos;  // where its stacks' lines begin, while unread (parse_state_stacks)
     // The file lines of stack `id` as read (a view into `text`), when they are `files` lines;
     // empty otherwise (not read with its text, no such stack, or a state edited by hand).

@@ -91,7 +91,7 @@ TEST_CASE("the build state reads back as written", "[manifest]") {
     CHECK(edited.stacks["PyTorch/2.4"].first_line == KnownFile::kNoLine);
     CHECK(edited.stacks["PyTorch/2.3.1-x"].first_line == 1);
     REQUIRE(back.stacks.size() == 2);
-    CHECK(back.stacks["PyTorch/2.4"].files == std::vector<std::string>{"modules-out/s/software/PyTorch/2.4/bin/a b"});
+    CHECK(back.stacks["PyTorch/2.4"].files == std::vector<std::string_view>{"modules-out/s/software/PyTorch/2.4/bin/a b"});
     CHECK_FALSE(back.stacks["PyTorch/2.4"].rebuilt);
     CHECK(back.stacks["PyTorch/2.3.1-x"].rebuilt);
     CHECK_FALSE(parse_state(std::string_view("# something else\n"), back));
@@ -241,7 +241,7 @@ TEST_CASE("a big build state reads the same written on two threads as on one", "
         record.rebuilt = i % 3 == 0;
         for (int f = 0; f < 5; ++f) {
             const std::string path = "modules-out/s/software/PyTorch/2." + std::to_string(i) + "/bin/f" + std::to_string(f);
-            record.files.push_back(path);
+            record.files.push_back(state.own(path));
             state.files[path] = {static_cast<unsigned long long>(i), static_cast<unsigned long long>(f), 7, 0755};
         }
     }
@@ -392,20 +392,25 @@ TEST_CASE("publish links kept files and trusts recorded stats", "[manifest][publ
 }
 
 TEST_CASE("a state kept from the last one's records is written in pieces that join to the same text", "[manifest]") {
-    BuildState state;
-    state.manifests["modules-out/s"] = {10, 20, 30};
-    state.spares["modules-out/s"] = {{1, 2, 3, 0755}, "d 0 1 2 493 a\nf 7 a/1.lua\n"};
-    for (int i = 0; i < 6; ++i) {
-        const std::string id = "A/" + std::to_string(i), path = "modules-out/s/a/" + std::to_string(i) + ".lua";
-        state.stacks[id] = {std::string(64, static_cast<char>('a' + i)), i == 2, {path}};
-        state.files[path] = {static_cast<unsigned long long>(i), 2, 3, 0644};
-    }
-    state.dirs["modules-out/s"] = {0, 1, 2, 0755};
+    // (Made anew for each copy: a state is not copied, its stacks' files are views into it.)
+    const auto make_state = [] {
+        BuildState state;
+        state.manifests["modules-out/s"] = {10, 20, 30};
+        state.spares["modules-out/s"] = {{1, 2, 3, 0755}, "d 0 1 2 493 a\nf 7 a/1.lua\n"};
+        for (int i = 0; i < 6; ++i) {
+            const std::string id = "A/" + std::to_string(i), path = "modules-out/s/a/" + std::to_string(i) + ".lua";
+            state.stacks[id] = {std::string(64, static_cast<char>('a' + i)), i == 2, {state.own(path)}};
+            state.files[path] = {static_cast<unsigned long long>(i), 2, 3, 0644};
+        }
+        state.dirs["modules-out/s"] = {0, 1, 2, 0755};
+        return state;
+    };
+    const BuildState state = make_state();
     const std::string written = state_text(state);
     BuildState last;
     REQUIRE(parse_state(std::string(written), last));
     // The next state keeps every stack but A/4 (rebuilt, with a new stat), with the same keys.
-    BuildState next = state;
+    BuildState next = make_state();
     next.files.clear();
     next.files["modules-out/s/a/4.lua"] = {40, 2, 3, 0644};
     for (auto& [id, record] : next.stacks) {
@@ -427,7 +432,7 @@ TEST_CASE("a state kept from the last one's records is written in pieces that jo
     CHECK(pieces.joined() == state_text(next));
     CHECK(pieces.size() == pieces.joined().size());
     // The same text as the state written from every file's stat.
-    BuildState whole = state;
+    BuildState whole = make_state();
     for (auto& [id, record] : whole.stacks) record.rebuilt = id == "A/4";
     whole.files["modules-out/s/a/4.lua"] = {40, 2, 3, 0644};
     CHECK(pieces.joined() == state_text(whole));

@@ -298,7 +298,7 @@ struct Publisher::Root {
         SpareFile* spare = nullptr;
     };
     // Publisher::as_last_built of the live file `live` (null: none) at `path`.
-    static bool as_last_built(const std::string& path, const Live* live, KeptFile& out) {
+    static bool as_last_built(std::string_view path, const Live* live, KeptFile& out) {
         if (!live || !live->as_built) return false;
         out = {path, {}, live->was_mode == 0755u, live};  // (the hash: the manifest's, which `found` holds)
         return true;
@@ -397,25 +397,25 @@ Publisher::Publisher(FileSystem& fs, std::vector<std::string> roots, PublishOpti
 
 Publisher::~Publisher() = default;
 
-const Publisher::Root* Publisher::root_of(const std::string& path) const {
+const Publisher::Root* Publisher::root_of(std::string_view path) const {
     for (const auto& r : state_)
         if (path.size() > r.root.size() && path.compare(0, r.root.size(), r.root) == 0 && path[r.root.size()] == '/')
             return &r;
     return nullptr;
 }
 
-Publisher::Root* Publisher::root_of(const std::string& path) {
+Publisher::Root* Publisher::root_of(std::string_view path) {
     return const_cast<Root*>(std::as_const(*this).root_of(path));
 }
 
-bool Publisher::as_last_built(const std::string& path, KeptFile& out) const {
+bool Publisher::as_last_built(std::string_view path, KeptFile& out) const {
     const Root* r = root_of(path);
     if (!r) return false;
-    const auto live = r->live_files.find(std::string_view(path).substr(r->root.size() + 1));
+    const auto live = r->live_files.find(path.substr(r->root.size() + 1));
     return live != r->live_files.end() && Root::as_last_built(path, &live->second, out);
 }
 
-bool Publisher::as_last_built(const std::string& path, uint32_t line, KeptFile& out) const {
+bool Publisher::as_last_built(std::string_view path, uint32_t line, KeptFile& out) const {
     const Root* r = root_of(path);
     // (The look noted a known file at the place of the line that gave its path: the same path.)
     return r && line < r->live_by_line.size() && Root::as_last_built(path, r->live_by_line[line], out);
@@ -812,14 +812,14 @@ struct Publisher::KeptTally {
 };
 
 // add() with the file's `contents`, add_kept() without (the live file is linked).
-bool Publisher::place(const std::string& path, std::string hash, bool executable, const std::string* contents,
+bool Publisher::place(std::string_view path, std::string hash, bool executable, const std::string* contents,
                       Diagnostics& diags, const void* found) {
     Root* r = root_of(path);
     if (!r) {
-        diags.error({}, "internal: output '" + path + "' is outside every site root");
+        diags.error({}, "internal: output '" + std::string(path) + "' is outside every site root");
         return false;
     }
-    const std::string_view rel_view = std::string_view(path).substr(r->root.size() + 1);
+    const std::string_view rel_view = path.substr(r->root.size() + 1);
     if (!contents && found) {  // (this publisher's own record, as as_last_built handed it out)
         const Root::Live& live = *static_cast<const Root::Live*>(found);
         // (as_last_built leaves the hash to the record: compared, and copied only if not kept)
@@ -835,7 +835,7 @@ bool Publisher::place(const std::string& path, std::string hash, bool executable
     if (const auto it = r->live_files.find(rel_view); it != r->live_files.end()) live = &it->second;
     const auto [slot, first] = r->fresh.try_emplace(std::string(rel_view));
     const std::string& rel = slot->first;
-    if (!first || (live && live->kept)) added_twice_.push_back(path);
+    if (!first || (live && live->kept)) added_twice_.emplace_back(path);
     if (live) live->in_fresh = true;
     Root::Wanted& want = slot->second;
     want.hash = std::move(hash);
@@ -867,10 +867,10 @@ void Publisher::count_kept(KeptTally& tally) {
 // manifest), and the spare's name of it is kept, or linked by finish(), as stage() does.
 // Writes only its own live record and spare file, and `tally` (add_kept_stacks() runs it on
 // several threads: two kept files at one path mark one record, and one spare file).
-bool Publisher::place_kept(Root& r, const std::string& path, const void* found, KeptTally& tally) {
+bool Publisher::place_kept(Root& r, std::string_view path, const void* found, KeptTally& tally) {
     Root::Live& live = *const_cast<Root::Live*>(static_cast<const Root::Live*>(found));
     ++tally.files;
-    if (std::atomic_ref<bool>(live.kept).exchange(true) || live.in_fresh) tally.twice.push_back(path);
+    if (std::atomic_ref<bool>(live.kept).exchange(true) || live.in_fresh) tally.twice.emplace_back(path);
     if (options_.dry_run || failed_) return true;
     const std::string& rel = live.entry->path;
     Root::SpareFile* spare = live.spare;
@@ -898,7 +898,7 @@ bool Publisher::add_kept_stacks(const std::vector<std::vector<KeptFile>>& stacks
         for (const KeptFile& k : stacks[i]) {
             Root* r = root_of(k.path);
             const auto* live = static_cast<const Root::Live*>(k.found);
-            if (!r || !live || !Root::keeps(*live, std::string_view(k.path).substr(r->root.size() + 1), k.hash, k.executable)) {
+            if (!r || !live || !Root::keeps(*live, k.path.substr(r->root.size() + 1), k.hash, k.executable)) {
                 others[slot].push_back(&k);
                 continue;
             }

@@ -22,7 +22,9 @@ constexpr const char* kManifestName = ".sitegen-manifest";
 // stack's inputs are unchanged and its stat is as recorded): published as it is (linked
 // into a staged tree), with the hash and mode of the old manifest.
 struct KeptFile {
-    std::string path;  // relative to out_dir
+    // Relative to out_dir: a view into what the caller keeps until the publish ends (a state's
+    // record of the stack; no string per kept file).
+    std::string_view path;
     std::string hash;  // ("" from as_last_built: the manifest's, which `found` holds)
     bool executable = false;
     const void* found = nullptr;  // the publisher's record of the live file, when as_last_built found it
@@ -139,11 +141,11 @@ public:
     // build left it (its stat is the one `known` recorded, its mode the manifest's); if so
     // `out` is what add_kept needs (path, mode, and the record of the file, whose manifest hash
     // add_kept takes: `out.hash` is left empty).
-    bool as_last_built(const std::string& path, KeptFile& out) const;
+    bool as_last_built(std::string_view path, KeptFile& out) const;
     // The same, with the file found by the place of its line in the states `known` was read
     // from (KnownFile::line), not by its path: a one-stack rebuild of 2,000 stacks asks for
     // 26,000 files.
-    bool as_last_built(const std::string& path, uint32_t line, KeptFile& out) const;
+    bool as_last_built(std::string_view path, uint32_t line, KeptFile& out) const;
     // True when published (or, in a dry run, compared); `report` as publish() fills it.
     bool finish(PublishReport& report, Diagnostics& diags);
     // Removes what was staged (a build that failed after begin()).
@@ -159,14 +161,14 @@ public:
 
 private:
     struct Root;
-    Root* root_of(const std::string& path);
-    const Root* root_of(const std::string& path) const;
-    bool place(const std::string& path, std::string hash, bool executable, const std::string* contents,
+    Root* root_of(std::string_view path);
+    const Root* root_of(std::string_view path) const;
+    bool place(std::string_view path, std::string hash, bool executable, const std::string* contents,
                Diagnostics& diags, const void* found = nullptr);
     bool stage(Root& root, const std::string& rel, const ManifestLine& want, const std::string* contents, bool executable,
                std::string& error, bool linking = false, const void* found = nullptr);
     struct KeptTally;
-    bool place_kept(Root& root, const std::string& path, const void* found, KeptTally& tally);
+    bool place_kept(Root& root, std::string_view path, const void* found, KeptTally& tally);
     void count_kept(KeptTally& tally);
     static std::string manifest_of_root(const Root& root);
     void known_dir_stats(const std::vector<Root*>& swapped, PublishReport& report) const;
