@@ -297,7 +297,7 @@ hook { name = "same", stack = function(site, stack, out) out.module.family("torc
                                   "'torch' set at " + h + ":2 [hook two]"});
     // The stack's own family: the same is fine, another is an error here with a note at the key.
     site.stacks[0].family = "torch";
-    site.regions["stacks.0.family"] = {"sites/local/site.toml", 44, 10};
+    site.regions.set("stacks.0.family", {"sites/local/site.toml", 44, 10});
     const std::string g = tmp.write("g.lua", "-- same\nhook { name = \"g\", stack = function(site, stack, out) out.module.family(\"torch\") end }\n");
     CHECK(run(site, {g}).findings == Lines{});
     site.stacks[0].family = "pytorch";

@@ -74,9 +74,9 @@ TEST_CASE("declared() reads are recorded and follow the site's regions", "[read_
     Site site;
     const std::set<std::string> reads{"D" + escape_key("hardware.nics")};
     const std::string before = reads_digest(tree({}), site, reads);
-    site.regions["hardware.nics"] = {"site.toml", 3, 1};
+    site.regions.set("hardware.nics", {"site.toml", 3, 1});
     CHECK(reads_digest(tree({}), site, reads) != before);
-    site.regions["hardware.other"] = {"site.toml", 4, 1};
+    site.regions.set("hardware.other", {"site.toml", 4, 1});
     CHECK(reads_digest(tree({}), site, {"D" + escape_key("hardware.nics")}) ==
           reads_digest(tree({}), site, reads));
 }

@@ -28,7 +28,7 @@ const std::string kFile = "sites/t/site.toml";
 void place(Site& s, const std::vector<std::string>& paths) {
     for (const auto& p : paths) {
         const int line = static_cast<int>(s.regions.size()) + 1;
-        s.regions[p] = {kFile, line, p.find('.') == std::string::npos ? 1 : 3};
+        s.regions.set(p, {kFile, line, p.find('.') == std::string::npos ? 1 : 3});
     }
 }
 
@@ -558,7 +558,7 @@ TEST_CASE("a site's own rules directory is picked up next to its site.toml", "[l
                                          "  if site.batch.partition == '' then warn_at('batch', 'no partition') end\nend }\n");
     Site s = good_site();
     s.files = {(dir.path / "sites/x/site.toml").string()};
-    s.regions["batch"] = {s.files[0], 7, 1};
+    s.regions.set("batch", {s.files[0], 7, 1});
     Diagnostics diags;
     run_rules(s, {}, diags);
     REQUIRE(diags.all().size() == 1);

@@ -65,7 +65,7 @@ TEST_CASE("doctor: planted mismatches are reported at their keys", "[doctor]") {
     std::swap(site.hardware.device_cores[0], site.hardware.device_cores[2]);  // 20-29 and 0-9
     site.hardware.nics = {"ib1"};
     site.hardware.reserved_cores = {40};
-    site.regions["hardware.reserved_cores.0"] = {"cirrus.toml", 99, 3};
+    site.regions.set("hardware.reserved_cores.0", {"cirrus.toml", 99, 3});
     Run run;
     run_doctor(site, fixture("cirrus"), root.str(), run);
     const auto errors = errors_of(run.diags);
@@ -137,7 +137,7 @@ TEST_CASE("doctor: the probe runs programs and reports what did not run", "[doct
 TEST_CASE("doctor: a stack's min_driver against the node's GPU driver", "[doctor][driver]") {
     Site site = test::load_seed_site("cirrus");  // NVIDIA V100
     site.stacks[0].min_driver = "535.129.03";
-    site.regions["stacks.0.min_driver"] = {"cirrus.toml", 77, 14};
+    site.regions.set("stacks.0.min_driver", {"cirrus.toml", 77, 14});
     DoctorOptions options;
     test::require_tool("/usr/share/lmod/lmod/libexec/lmod");
     options.lmod = find_lmod();

@@ -65,7 +65,7 @@ void read_key(TomlReader& r, const Field<T>& row, CoreLists& lists) {
     for (size_t i = 0; i < ranges.size(); ++i) {
         auto parsed = parse_core_ranges(ranges[i]);
         if (!parsed) {
-            r.diags().error(r.regions()[r.child(row.key) + "." + std::to_string(i)],
+            r.diags().error(r.regions().touch(r.child(row.key) + "." + std::to_string(i)),
                             "'" + ranges[i] + "' is not a core list such as \"48-55\" or \"0-3,8-11\"");
             ok = false;
             continue;
@@ -91,7 +91,7 @@ void read_key(TomlReader& r, const Field<T>& row, EnvList& entries) {
         if (std::find(row.choices.begin(), row.choices.end(), std::string_view(pick)) ==
             row.choices.end()) {
             const std::string path = r.child(row.key) + "." + name;
-            r.diags().error(r.regions()[path],
+            r.diags().error(r.regions().touch(path),
                             "'" + path + "' must be " + alternatives(row.choices) + ", found '" + pick + "'");
             ok = false;
         }
@@ -124,7 +124,7 @@ void read_array(TomlReader& r, const Field<T>& row, const T&, std::vector<Bind>&
     size_t i = 0;
     for (const auto& item : *items) {
         const std::string path = r.child(row.key) + "." + std::to_string(i++);
-        r.regions()[path] = region_of(item.source());
+        r.regions().set(path, region_of(item.source()));
         if (!item.is_table()) {
             r.diags().error(region_of(item.source()), "'" + path + "' must be a table such as { host = \"/opt/cray\" }, found " +
                                                           toml_type_name(item));
@@ -148,7 +148,7 @@ template <typename T>
 void read_stack(TomlReader& r, const Field<T>& row, const T& parent, const toml::node& item,
                 std::vector<Stack>& stacks) {
     const std::string path = r.child(row.key) + "." + std::to_string(stacks.size());
-    r.regions()[path] = region_of(item.source());
+    r.regions().set(path, region_of(item.source()));
     if (!item.is_table()) {
         r.diags().error(region_of(item.source()),
                         std::string("'stacks' entries must be tables ([[stacks]]), found ") + toml_type_name(item));
@@ -180,7 +180,7 @@ void read_entries(TomlReader& r, const Field<T>& row, std::vector<C>& entries, b
     if (replace) entries.clear();
     for (const auto& item : *items) {
         const std::string path = r.child(row.key) + "." + std::to_string(entries.size());
-        r.regions()[path] = region_of(item.source());
+        r.regions().set(path, region_of(item.source()));
         if (!item.is_table()) {
             r.diags().error(region_of(item.source()), "'" + path + "' must be a table ([[" +
                                                           child_path(r.schema_path(), row.key) + "]]), found " +
@@ -217,7 +217,7 @@ void read_array(TomlReader& r, const Field<T>& row, const T&, std::vector<Instal
     size_t i = 0;
     for (const auto& item : *items) {
         const std::string path = r.child(row.key) + "." + std::to_string(i++);
-        r.regions()[path] = region_of(item.source());
+        r.regions().set(path, region_of(item.source()));
         if (!item.is_table()) {
             r.diags().error(region_of(item.source()), "'" + path + "' must be a table ([[stacks.install]] with "
                                                           "packages = [...]), found " + toml_type_name(item));
@@ -453,7 +453,7 @@ bool Loader::apply_with_memo(const std::string& path, std::string_view text, con
     // Read back before anything is read into the site; a broken entry is parsed instead.
     share_out(pieces.size(), pieces.size() >= 256 ? split_threads() : 1, [&](size_t i, unsigned) {
         MemoPiece& p = pieces[i];
-        if (!p.entry.text.empty() && !stack_from_memo(p.entry.text, p.line, path, p.read)) p.entry = {};
+        if (!p.entry.text.empty() && !stack_from_memo(p.entry.text, p.line, p.read)) p.entry = {};
     });
     // Entries changed here and there, each parsed after as many newlines as precede it, could
     // cost more than the whole text: then it is parsed whole (memo or not).
@@ -474,7 +474,7 @@ bool Loader::apply_with_memo(const std::string& path, std::string_view text, con
 // the memo when its stack started from the [python] it starts from now, else read from its item.
 void Loader::read_pieces(TomlReader& top, const Field<Site>& row, const std::string& path, std::string_view text,
                          std::vector<MemoPiece>& pieces) {
-    site.regions[row.key] = region_of(pieces[0].array->source());  // (as fetch records it)
+    site.regions.set(row.key, region_of(pieces[0].array->source()));  // (as fetch records it)
     const std::string python = stack_memo_python(site.python);
     for (MemoPiece& p : pieces)
         if (!p.entry.text.empty() && stack_memo_python_of(p.entry.text) != python) p.entry = {};
@@ -496,15 +496,7 @@ void Loader::read_pieces(TomlReader& top, const Field<Site>& row, const std::str
         const size_t index = site.stacks.size();
         const size_t findings = diags.error_count() + diags.warning_count() + diags.note_count();
         if (!p.entry.text.empty()) {
-            // (The entry lists them in the map's order: each goes right after the one before.)
-            const std::string prefix = "stacks." + std::to_string(index);
-            auto at = site.regions.end();
-            for (auto& [below, region] : p.read.regions) {
-                std::string key = prefix;
-                key += below;
-                at = at == site.regions.end() ? site.regions.insert_or_assign(std::move(key), std::move(region)).first
-                                              : site.regions.insert_or_assign(std::next(at), std::move(key), std::move(region));
-            }
+            site.regions.set_stack(index, path, p.read.regions);  // (in path order, as the entry lists them)
             site.stacks.push_back(std::move(p.read.stack));
             ++memo->taken;
         } else {
@@ -521,7 +513,7 @@ void Loader::apply_extends(TomlReader& top, const std::string& path, int depth) 
     if (!top.read("extends", extends)) return;
     const auto dir = stdfs::path(path).parent_path();
     for (size_t i = 0; i < extends.size(); ++i) {
-        SourceRegion at = site.regions["extends." + std::to_string(i)];
+        SourceRegion at = site.regions.touch("extends." + std::to_string(i));
         std::string target = lexical((dir / extends[i]).generic_string());
         if (const std::string why = outside_sites_dir(fs, target, sites_dir); !why.empty()) {
             diags.error(at, "'" + extends[i] + "' " + why + ": only files under it can be extended");

@@ -92,8 +92,7 @@ std::string to_string(DriverGate v) { return name_of(v); }
 SourceRegion Site::where(const std::string& path) const {
     std::string p = path;
     for (;;) {
-        auto it = regions.find(p);
-        if (it != regions.end()) return it->second;
+        if (auto r = regions.find(p)) return *r;
         auto dot = p.rfind('.');
         if (dot == std::string::npos) break;
         p.resize(dot);

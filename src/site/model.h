@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "site/regions.h"
 #include "site/source_region.h"
 
 namespace sitegen {
@@ -272,7 +273,7 @@ struct Site {
 
     // Where each loaded key came from, by dotted path: "hardware.nics",
     // "stacks.0.env.NCCL_DEBUG", "collectives.env.NCCL_SOCKET_IFNAME".
-    std::map<std::string, SourceRegion> regions;
+    Regions regions;
     std::vector<std::string> files;  // the site file and every file it extends
 
     // The region of a path, falling back to its nearest loaded parent, then the site file.

@@ -18,8 +18,6 @@ void put_int(std::string& out, long long n) {
     out += ';';
 }
 
-// "stacks.<index>": the model path of a stack and the prefix of its regions.
-std::string stack_path(size_t index) { return "stacks." + std::to_string(index); }
 
 }  // namespace
 
@@ -52,29 +50,24 @@ std::string stack_memo_entry(const Site& site, size_t index, int line, const std
     std::string out;
     append_prefixed(out, python);
     append_prefixed(out, stack_text(site.stacks[index]));
-    const std::string prefix = stack_path(index);
     std::string regions;
     size_t count = 0;
-    for (auto it = site.regions.lower_bound(prefix); it != site.regions.end(); ++it) {
-        const std::string& key = it->first;
-        if (key.compare(0, prefix.size(), prefix) != 0) break;
-        if (key.size() > prefix.size() && key[prefix.size()] != '.') {
-            if (key[prefix.size()] > '.') break;  // stacks.<index><digit>...: past this stack's keys
-            continue;
-        }
-        const SourceRegion& r = it->second;
-        if (r.file != path || (r.line != 0 && r.line < line)) return {};  // (not from this piece)
-        append_prefixed(regions, std::string_view(key).substr(prefix.size()));
-        put_int(regions, r.line == 0 ? -1 : r.line - line);
-        put_int(regions, r.column);
+    bool from_piece = true;
+    site.regions.each_below_stack(index, [&](std::string_view below, const std::string& file, int at, int column) {
+        if (file != path || (at != 0 && at < line)) from_piece = false;  // (not from this piece)
+        if (!from_piece) return;
+        append_prefixed(regions, below);
+        put_int(regions, at == 0 ? -1 : at - line);
+        put_int(regions, column);
         ++count;
-    }
+    });
+    if (!from_piece) return {};
     put_int(out, static_cast<long long>(count));
     out += regions;
     return out;
 }
 
-bool stack_from_memo(std::string_view entry, int line, const std::string& path, MemoStack& out) {
+bool stack_from_memo(std::string_view entry, int line, MemoStack& out) {
     PrefixedReader in{entry};
     in.prefixed();  // (the python digest: the caller compared it)
     const std::string_view text = in.prefixed();
@@ -88,7 +81,7 @@ bool stack_from_memo(std::string_view entry, int line, const std::string& path, 
         const int delta = in.number<int>(';');
         const int column = in.number<int>(';');
         if (delta < -1 || (!below.empty() && below.front() != '.')) in.ok = false;
-        out.regions.push_back({below, {path, delta < 0 ? 0 : line + delta, column}});
+        out.regions.push_back({below, delta < 0 ? 0 : line + delta, column});
     }
     return in.ok && in.in.empty();
 }

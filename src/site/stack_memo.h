@@ -60,12 +60,13 @@ std::string_view stack_memo_python_of(std::string_view entry);
 // ("" when the entry is broken). A build key takes it instead of making that text again.
 std::string_view stack_memo_stack_text(std::string_view entry);
 // One entry read back: the stack, and its regions as paths below its own (stacks.<index>),
-// in `path`, lines counted from `line`. False when the entry is broken.
+// lines counted from `line` (in the file of the piece it was read from: Regions::set_stack).
+// False when the entry is broken.
 struct MemoStack {
     Stack stack;
-    std::vector<std::pair<std::string_view, SourceRegion>> regions;  // ("" is the entry's own; views into the entry)
+    std::vector<Regions::Below> regions;  // ("" is the entry's own; views into the entry)
 };
-bool stack_from_memo(std::string_view entry, int line, const std::string& path, MemoStack& out);
+bool stack_from_memo(std::string_view entry, int line, MemoStack& out);
 // The entry of site.stacks[index], read from a piece at `line` of `path` starting from the
 // `python` digest; "" when one of its regions is not in that piece (then it is not kept).
 std::string stack_memo_entry(const Site& site, size_t index, int line, const std::string& path,

@@ -67,7 +67,7 @@ Outcome load(const std::string& text, const std::string* memo_text, const std::s
     Outcome out;
     out.site = site_wide_text(site);
     for (const Stack& s : site.stacks) out.site += "\n" + stack_text(s) + " env:" + s.python.environment;
-    for (const auto& [key, r] : site.regions)
+    for (const auto& [key, r] : site.regions.all())
         out.site += "\n" + key + "=" + r.file + ":" + std::to_string(r.line) + ":" + std::to_string(r.column);
     for (const auto& f : site.files) out.site += "\nfile " + f;
     for (const Diagnostic& d : diags.all())

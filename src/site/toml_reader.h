@@ -23,7 +23,7 @@ public:
     // `schema_path` names the table in schema.h ("stacks[]"); `model_path` is the dotted path
     // recorded in Site::regions ("stacks.0").
     TomlReader(const toml::table& table, std::string schema_path, std::string model_path,
-               std::map<std::string, SourceRegion>& regions, Diagnostics& diags);
+               Regions& regions, Diagnostics& diags);
 
     bool has(const std::string& key) const { return table_.contains(key); }
     const toml::node* node(const std::string& key);  // marks key as known
@@ -66,7 +66,7 @@ public:
         return model_path_.empty() ? key : model_path_ + "." + key;
     }
     Diagnostics& diags() { return diags_; }
-    std::map<std::string, SourceRegion>& regions() { return regions_; }
+    Regions& regions() { return regions_; }
 
 private:
     const toml::node* fetch(const std::string& key);
@@ -77,7 +77,7 @@ private:
     const toml::table& table_;
     std::string schema_path_;
     std::string model_path_;
-    std::map<std::string, SourceRegion>& regions_;
+    Regions& regions_;
     Diagnostics& diags_;
     std::vector<std::string> seen_;
 };

@@ -59,7 +59,7 @@ std::string loaded(sitegen::FileSystem& fs, const std::string& text, sitegen::St
     load_site_text(fs, "sites/fuzz/site.toml", text, site, diags, memo);
     std::string out = site_wide_text(site);
     for (const Stack& s : site.stacks) out += "\n" + stack_text(s) + "|" + s.python.environment;
-    for (const auto& [key, r] : site.regions)
+    for (const auto& [key, r] : site.regions.all())
         out += "\n" + key + "=" + r.file + ":" + std::to_string(r.line) + ":" + std::to_string(r.column);
     for (const Diagnostic& d : diags.all())
         out += "\n" + d.where.file + ":" + std::to_string(d.where.line) + ":" + std::to_string(d.where.column) + " " +
