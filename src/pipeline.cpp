@@ -925,6 +925,9 @@ Result run_build(FileSystem& fs, const Request& request) {
     // on another thread, takes their listings only then and never waits for them; the live
     // half waits for it when another thread prepares.)
     std::atomic<bool> spares_ready{false};
+    // (Below four CPUs: set once the look's thread has read the live manifests, whose lines
+    // this thread then finds among the known files, find_known_lines, while it scans.)
+    std::atomic<bool> manifests_read{false};
     Publisher& publisher = working->publisher.emplace(fs, roots, popts);
     // (With `heads`: set once every state's head is read, before their stacks are: what the
     // scans of the live roots wait for. The rest of each state is read meanwhile.)
@@ -956,6 +959,10 @@ Result run_build(FileSystem& fs, const Request& request) {
             lines += last[s].files_read;
             last[s].files.clear();
             spares.merge(last[s].spares);
+        }
+        if (heads) {
+            manifests_read.wait(false, std::memory_order_acquire);
+            publisher.find_known_lines();
         }
         spares_ready.store(true, std::memory_order_release);
     };
@@ -1024,7 +1031,12 @@ Result run_build(FileSystem& fs, const Request& request) {
         if (states_on_main) {
             {
                 const SetOnExit looked{live_looked};  // (even when the look throws: this thread waits for it)
-                publisher.look_live([&] { heads_ready.wait(false, std::memory_order_acquire); },
+                const SetOnExit read{manifests_read};  // (the same)
+                publisher.look_live([&] {
+                                        manifests_read.store(true, std::memory_order_release);
+                                        manifests_read.notify_all();
+                                        heads_ready.wait(false, std::memory_order_acquire);
+                                    },
                                     [&] { spares_ready.wait(false, std::memory_order_acquire); });
             }
             spares_or_kept(keyed);  // (the states are read by now: look_live waited for them)

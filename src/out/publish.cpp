@@ -316,6 +316,9 @@ struct Publisher::Root {
     // The known files by the place of their line in the states (KnownFile::line; null: not
     // one of this root's known files).
     std::vector<const Live*> live_by_line;
+    // The known file at the path of each line of `old_lines` (null: none), when
+    // find_known_lines() found them; empty otherwise.
+    std::vector<const KnownFile*> known_of_line;
     // A file of the new tree, and what finish() learns about it while it compares the trees
     // (flags, not sets of its paths: a root has tens of thousands).
     struct Wanted : FileSpec {
@@ -559,6 +562,7 @@ void Publisher::look_live(const std::function<void()>& dirs_ready, const std::fu
             r.manifest_exists = fs_.entry(r.live + "/" + kManifestName, r.manifest_top);
             r.old_text = read_manifest(fs_, r.live);
             r.old_lines = manifest_lines(r.old_text);
+            r.known_of_line.clear();
             r.old_sorted = std::adjacent_find(r.old_lines.begin(), r.old_lines.end(), [](const auto& a, const auto& b) {
                                return !(a.first < b.first);
                            }) == r.old_lines.end();
@@ -586,6 +590,7 @@ void Publisher::look_live(const std::function<void()>& dirs_ready, const std::fu
         // Each file's manifest line, and whether its stat is the one the last build left.
         // (The entries come in path order: so do the lines of a manifest sitegen wrote.)
         std::vector<const ManifestLine*> was(n, nullptr);
+        std::vector<uint32_t> was_line(n, 0);  // (the place of `was` among old_lines: known_of_line's)
         const auto is_file = [&](const TreeEntry& e) { return e.type == TreeEntry::Type::file && e.path != kManifestName; };
         if (r.old_sorted) {
             size_t j = 0;
@@ -593,7 +598,10 @@ void Publisher::look_live(const std::function<void()>& dirs_ready, const std::fu
                 if (!is_file(r.entries[i])) continue;
                 const std::string_view path = r.entries[i].path;
                 while (j < r.old_lines.size() && r.old_lines[j].first < path) ++j;
-                if (j < r.old_lines.size() && r.old_lines[j].first == path) was[i] = &r.old_lines[j].second;
+                if (j < r.old_lines.size() && r.old_lines[j].first == path) {
+                    was[i] = &r.old_lines[j].second;
+                    was_line[i] = static_cast<uint32_t>(j);
+                }
             }
         } else {
             const ManifestIndex& old = r.old_index();
@@ -605,9 +613,16 @@ void Publisher::look_live(const std::function<void()>& dirs_ready, const std::fu
         std::vector<uint32_t> line(n, KnownFile::kNoLine);  // (of the known ones)
         std::vector<std::string> known_paths(threads, join(root, ""));  // (one per thread: no string per file)
         const size_t prefix = known_paths.front().size();
+        const bool by_line = r.old_sorted && r.known_of_line.size() == r.old_lines.size();
         share_out_slices(n, 2048, threads, [&](size_t i, unsigned slot) {
             const TreeEntry& e = r.entries[i];
             if (!was[i] || !options_.known) return;
+            if (by_line) {
+                const KnownFile* k = r.known_of_line[was_line[i]];
+                known[i] = k && k->stat == stat_of(e);
+                if (known[i]) line[i] = k->line;
+                return;
+            }
             std::string& known_path = known_paths[slot];
             known_path.resize(prefix);
             known_path += e.path;
@@ -646,6 +661,22 @@ void Publisher::look_live(const std::function<void()>& dirs_ready, const std::fu
     }
     looked_live_at_ = looked_at;
     looked_live_ = true;
+}
+
+void Publisher::find_known_lines() {
+    const TraceSpan span("find_known_lines");
+    for (Root& r : state_) {
+        r.known_of_line.clear();
+        if (!options_.known || !r.old_sorted) continue;
+        r.known_of_line.resize(r.old_lines.size(), nullptr);
+        std::string path = join(r.root, "");
+        const size_t prefix = path.size();
+        for (size_t j = 0; j < r.old_lines.size(); ++j) {
+            path.resize(prefix);
+            path += r.old_lines[j].first;
+            if (const auto k = options_.known->find(path); k != options_.known->end()) r.known_of_line[j] = &k->second;
+        }
+    }
 }
 
 // Each root's spare (none in a dry run).

@@ -118,6 +118,12 @@ public:
     // options.known is read, after the scans). Each may fill what it stands for, or wait until
     // another thread has.)
     void look_live(const std::function<void()>& dirs_ready = {}, const std::function<void()>& known_ready = {});
+    // For each line of each live manifest look_live() read, the file options.known has at its
+    // path (else the look looks each scanned file up there itself): made on another thread once
+    // the manifests are read and options.known is filled, before `known_ready` returns (a
+    // look's lookups, ~7 ms at 2,000 stacks, taken off the look's thread where it is the
+    // longer one). Reads the manifests' lines, writes only what the look reads after `known_ready`.
+    void find_known_lines();
     // (`listings`: whether options.spares may be read now; without, each spare is read.)
     void look_spares(bool listings = true);
     void look_end();
