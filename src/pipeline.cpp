@@ -1024,7 +1024,10 @@ Result run_build(FileSystem& fs, const Request& request) {
             }
             kept_beside = states_on_main;
         }
-        if (kept_beside) spares_or_kept(live_looked);
+        if (kept_beside) {
+            publisher.help_look_live();  // (a root the look's thread has not begun)
+            spares_or_kept(live_looked);
+        }
     };
     const auto prepare_and_look = [&] {
         if (!overlap) return;  // (the plain order: prepared below, looked at by begin())

@@ -547,6 +547,107 @@ KnownTree Publisher::known_tree(const Root& r) const {
     return known;
 }
 
+// look_live of one root: its live tree scanned.
+void Publisher::scan_live_root(Root& r) {
+    r.exists = fs_.entry(r.live, r.top);
+    if (!r.exists || r.top.type != TreeEntry::Type::dir) return;
+    const TraceSpan scanning("scan_live");
+    const KnownTree known = known_tree(r);
+    r.entries = known.dirs.empty() ? fs_.scan(r.live) : fs_.scan_known(r.live, known);
+}
+
+// look_live of one root, once scanned and options.known is filled: each live file with its
+// manifest line, whether its stat is the known one, and its hash (read where it is not).
+void Publisher::match_live_root(Root& r, unsigned threads) {
+    const std::string& root = r.root;
+    const size_t n = r.entries.size();
+    // Each file's manifest line, and whether its stat is the one the last build left.
+    // (The entries come in path order: so do the lines of a manifest sitegen wrote.)
+    std::vector<const ManifestLine*> was(n, nullptr);
+    std::vector<uint32_t> was_line(n, 0);  // (the place of `was` among old_lines: known_of_line's)
+    const auto is_file = [&](const TreeEntry& e) { return e.type == TreeEntry::Type::file && e.path != kManifestName; };
+    if (r.old_sorted) {
+        size_t j = 0;
+        for (size_t i = 0; i < n && j < r.old_lines.size(); ++i) {
+            if (!is_file(r.entries[i])) continue;
+            const std::string_view path = r.entries[i].path;
+            while (j < r.old_lines.size() && r.old_lines[j].first < path) ++j;
+            if (j < r.old_lines.size() && r.old_lines[j].first == path) {
+                was[i] = &r.old_lines[j].second;
+                was_line[i] = static_cast<uint32_t>(j);
+            }
+        }
+    } else {
+        const ManifestIndex& old = r.old_index();
+        for (size_t i = 0; i < n; ++i)
+            if (is_file(r.entries[i]))
+                if (const auto line = old.find(r.entries[i].path); line != old.end()) was[i] = &line->second;
+    }
+    std::vector<char> known(n, 0);
+    std::vector<uint32_t> line(n, KnownFile::kNoLine);  // (of the known ones)
+    std::vector<std::string> known_paths(threads, join(root, ""));  // (one per thread: no string per file)
+    const size_t prefix = known_paths.front().size();
+    const bool by_line = r.old_sorted && r.known_of_line.size() == r.old_lines.size();
+    share_out_slices(n, 2048, threads, [&](size_t i, unsigned slot) {
+        const TreeEntry& e = r.entries[i];
+        if (!was[i] || !options_.known) return;
+        if (by_line) {
+            const KnownFile* k = r.known_of_line[was_line[i]];
+            known[i] = k && k->stat == stat_of(e);
+            if (known[i]) line[i] = k->line;
+            return;
+        }
+        std::string& known_path = known_paths[slot];
+        known_path.resize(prefix);
+        known_path += e.path;
+        const auto k = options_.known->find(known_path);
+        known[i] = k != options_.known->end() && k->second.stat == stat_of(e);
+        if (known[i]) line[i] = k->second.line;
+    });
+    r.live_files.reserve(n);
+    r.live_of.assign(n, nullptr);
+    r.live_by_line.assign(options_.known && options_.known_lines ? *options_.known_lines : 0, nullptr);
+    std::vector<Root::Live*> unread;  // (their bytes are hashed below)
+    for (size_t i = 0; i < n; ++i) {
+        const TreeEntry& e = r.entries[i];
+        if (e.type != TreeEntry::Type::file || e.path == kManifestName) continue;
+        Root::Live live;
+        live.entry = &e;
+        live.known = known[i] != 0;
+        if (live.known) {
+            live.hash = was[i]->hash;
+            live.hashed = true;
+        }
+        live.was = was[i];
+        live.was_mode = was[i] ? was[i]->mode : 0;
+        live.as_built = live.known && was[i] && live.was_mode == e.mode;
+        Root::Live& placed = r.live_files.emplace(e.path, std::move(live)).first->second;
+        if (!placed.hashed) unread.push_back(&placed);
+        r.live_of[i] = &placed;
+        if (line[i] < r.live_by_line.size()) r.live_by_line[line[i]] = &placed;
+    }
+    share_out_slices(unread.size(), 64, threads, [&](size_t i, unsigned) {
+        Root::Live& live = *unread[i];
+        live.read = hash_of(fs_, r.live + "/" + live.entry->path);
+        live.hash = live.read;
+        live.hashed = true;
+    });
+}
+
+// A root of look_live() not taken yet, looked at on this thread (from the last: the look's
+// thread takes them from the first). Only once look_live() has read the manifests and
+// options.known is filled; a no-op otherwise.
+void Publisher::help_look_live() {
+    if (!roots_open_.load(std::memory_order_acquire)) return;
+    const TraceSpan span("help_look_live");
+    for (size_t i = state_.size(); i-- > 0;) {
+        if (roots_taken_[i].exchange(true)) continue;
+        const SetOnExit looked{roots_looked_[i]};
+        scan_live_root(state_[i]);
+        match_live_root(state_[i], 1);
+    }
+}
+
 // Each root's manifest and live tree, the live files hashed where their stat is not the known
 // one. (Only the members of Root the spares' half leaves alone.)
 void Publisher::look_live(const std::function<void()>& dirs_ready, const std::function<void()>& known_ready) {
@@ -575,90 +676,23 @@ void Publisher::look_live(const std::function<void()>& dirs_ready, const std::fu
         read_manifests();
         if (dirs_ready) dirs_ready();
     }
-    // (The scans after the manifests and the last states: they tell what a directory holds.)
-    for (Root& r : state_) {
-        r.exists = fs_.entry(r.live, r.top);
-        if (!r.exists || r.top.type != TreeEntry::Type::dir) continue;
-        const TraceSpan scanning("scan_live");
-        const KnownTree known = known_tree(r);
-        r.entries = known.dirs.empty() ? fs_.scan(r.live) : fs_.scan_known(r.live, known);
+    // Each root in turn: scanned (after the manifests and the last states: they tell what a
+    // directory holds), then each file matched with its manifest line and known stat. A root
+    // may be taken by another thread meanwhile (help_look_live): it is waited for at the end.
+    roots_taken_ = std::make_unique<std::atomic<bool>[]>(state_.size());
+    roots_looked_ = std::make_unique<std::atomic<bool>[]>(state_.size());
+    roots_open_.store(true, std::memory_order_release);
+    bool known_waited = false;
+    for (size_t i = 0; i < state_.size(); ++i) {
+        if (roots_taken_[i].exchange(true)) continue;
+        const SetOnExit looked{roots_looked_[i]};
+        scan_live_root(state_[i]);
+        if (!known_waited && known_ready) known_ready();
+        known_waited = true;
+        match_live_root(state_[i], threads);
     }
-    if (known_ready) known_ready();
-    for (Root& r : state_) {
-        const std::string& root = r.root;
-        const size_t n = r.entries.size();
-        // Each file's manifest line, and whether its stat is the one the last build left.
-        // (The entries come in path order: so do the lines of a manifest sitegen wrote.)
-        std::vector<const ManifestLine*> was(n, nullptr);
-        std::vector<uint32_t> was_line(n, 0);  // (the place of `was` among old_lines: known_of_line's)
-        const auto is_file = [&](const TreeEntry& e) { return e.type == TreeEntry::Type::file && e.path != kManifestName; };
-        if (r.old_sorted) {
-            size_t j = 0;
-            for (size_t i = 0; i < n && j < r.old_lines.size(); ++i) {
-                if (!is_file(r.entries[i])) continue;
-                const std::string_view path = r.entries[i].path;
-                while (j < r.old_lines.size() && r.old_lines[j].first < path) ++j;
-                if (j < r.old_lines.size() && r.old_lines[j].first == path) {
-                    was[i] = &r.old_lines[j].second;
-                    was_line[i] = static_cast<uint32_t>(j);
-                }
-            }
-        } else {
-            const ManifestIndex& old = r.old_index();
-            for (size_t i = 0; i < n; ++i)
-                if (is_file(r.entries[i]))
-                    if (const auto line = old.find(r.entries[i].path); line != old.end()) was[i] = &line->second;
-        }
-        std::vector<char> known(n, 0);
-        std::vector<uint32_t> line(n, KnownFile::kNoLine);  // (of the known ones)
-        std::vector<std::string> known_paths(threads, join(root, ""));  // (one per thread: no string per file)
-        const size_t prefix = known_paths.front().size();
-        const bool by_line = r.old_sorted && r.known_of_line.size() == r.old_lines.size();
-        share_out_slices(n, 2048, threads, [&](size_t i, unsigned slot) {
-            const TreeEntry& e = r.entries[i];
-            if (!was[i] || !options_.known) return;
-            if (by_line) {
-                const KnownFile* k = r.known_of_line[was_line[i]];
-                known[i] = k && k->stat == stat_of(e);
-                if (known[i]) line[i] = k->line;
-                return;
-            }
-            std::string& known_path = known_paths[slot];
-            known_path.resize(prefix);
-            known_path += e.path;
-            const auto k = options_.known->find(known_path);
-            known[i] = k != options_.known->end() && k->second.stat == stat_of(e);
-            if (known[i]) line[i] = k->second.line;
-        });
-        r.live_files.reserve(n);
-        r.live_of.assign(n, nullptr);
-        r.live_by_line.assign(options_.known && options_.known_lines ? *options_.known_lines : 0, nullptr);
-        std::vector<Root::Live*> unread;  // (their bytes are hashed below)
-        for (size_t i = 0; i < n; ++i) {
-            const TreeEntry& e = r.entries[i];
-            if (e.type != TreeEntry::Type::file || e.path == kManifestName) continue;
-            Root::Live live;
-            live.entry = &e;
-            live.known = known[i] != 0;
-            if (live.known) {
-                live.hash = was[i]->hash;
-                live.hashed = true;
-            }
-            live.was = was[i];
-            live.was_mode = was[i] ? was[i]->mode : 0;
-            live.as_built = live.known && was[i] && live.was_mode == e.mode;
-            Root::Live& placed = r.live_files.emplace(e.path, std::move(live)).first->second;
-            if (!placed.hashed) unread.push_back(&placed);
-            r.live_of[i] = &placed;
-            if (line[i] < r.live_by_line.size()) r.live_by_line[line[i]] = &placed;
-        }
-        share_out_slices(unread.size(), 64, threads, [&](size_t i, unsigned) {
-            Root::Live& live = *unread[i];
-            live.read = hash_of(fs_, r.live + "/" + live.entry->path);
-            live.hash = live.read;
-            live.hashed = true;
-        });
-    }
+    for (size_t i = 0; i < state_.size(); ++i) roots_looked_[i].wait(false, std::memory_order_acquire);
+    roots_open_.store(false, std::memory_order_relaxed);
     looked_live_at_ = looked_at;
     looked_live_ = true;
 }

@@ -3,7 +3,9 @@
 // journal lets the next run finish an interrupted swap so the roots never mix old and new.
 #pragma once
 
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -124,6 +126,11 @@ public:
     // look's lookups, ~7 ms at 2,000 stacks, taken off the look's thread where it is the
     // longer one). Reads the manifests' lines, writes only what the look reads after `known_ready`.
     void find_known_lines();
+    // While look_live() runs on another thread, once it has read the manifests: looks at the
+    // live roots it has not begun yet, on this thread (the look's thread waits for them), so
+    // that a thread done early shares the look (at 2,000 stacks the small easyconfigs root's
+    // scan, ~5 ms, while the look's thread scans the modules). options.known must be filled.
+    void help_look_live();
     // (`listings`: whether options.spares may be read now; without, each spare is read.)
     void look_spares(bool listings = true);
     void look_end();
@@ -181,6 +188,8 @@ private:
     void root_dir_stats(const Root& r, bool staged, PublishReport& report) const;
     KnownTree known_tree(const Root& r) const;
     bool looked_still_holds();
+    void scan_live_root(Root& r);
+    void match_live_root(Root& r, unsigned threads);
     void hand_edit(Diagnostics& diags, const Root& r, const std::string& rel, const std::string& why) const;
     bool compare_live(Root& r, PublishReport& report, Diagnostics& diags, const TreeEntry*& live_manifest);
     FileSystem& fs_;
@@ -195,6 +204,10 @@ private:
     bool looked_live_ = false, looked_spares_ = false;  // the halves taken since look_start()
     unsigned long long looked_live_at_ = 0;  // when look_live() began (ns since the epoch)
     unsigned long long looked_spares_at_ = 0;  // when look_spares() began
+    // look_live()'s roots, each taken by one thread (look_live from the first, help_look_live
+    // from the last) and marked looked once done; open while look_live() takes them.
+    std::atomic<bool> roots_open_{false};
+    std::unique_ptr<std::atomic<bool>[]> roots_taken_, roots_looked_;
 };
 
 // Publishes `files` (paths relative to out_dir, each under one of `roots`). Returns false
