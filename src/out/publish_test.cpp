@@ -2,7 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
+#include <thread>
 #include <tuple>
 
 #include "out/publish.h"
@@ -442,6 +444,63 @@ TEST_CASE("a look taken before the lock is used when nothing was published since
     CHECK_FALSE(diags.has_errors());
     CHECK(report.changed.size() == 3);
     CHECK(test::read_file(out + "/modules-out/s/modulefiles/a/1.lua") == "setenv(\"V\", \"two\")\n");
+}
+
+TEST_CASE("a live root another thread takes from the look is looked at as the look's thread would", "[publish]") {
+    // The look's thread stops after its first root's scan (in `known_ready`); meanwhile this
+    // thread takes the root it has not begun (help_look_live), as a build's thread done early
+    // does. Both roots' files are then kept as the last publish left them, whether the known
+    // files were found by path or at their manifest lines' places (find_known_lines, made here
+    // meanwhile, as a build's thread does once the states are parsed).
+    const bool by_line = GENERATE(false, true);
+    CAPTURE(by_line);
+    test::TempDir dir("help-look");
+    const std::string out = dir.str();
+    auto fs = make_disk_fs();
+    Diagnostics diags;
+    PublishReport first;
+    REQUIRE(publish(*fs, kRoots, tree("one"), {out, false, false}, first, diags));
+    PublishOptions options{out, false, false};
+    KnownFiles known = first.stats;
+    uint32_t lines = 0;
+    for (auto& [path, file] : known) file.line = lines++;
+    options.known = &known;
+    options.known_lines = &lines;
+    Publisher publisher(*fs, kRoots, options);
+    publisher.look_start();
+    std::atomic<bool> in_known_ready{false}, helped{false};
+    std::thread look([&] {
+        publisher.look_live({}, [&] {
+            in_known_ready.store(true);
+            in_known_ready.notify_all();
+            helped.wait(false);
+        });
+    });
+    in_known_ready.wait(false);
+    if (by_line) publisher.find_known_lines();
+    publisher.help_look_live();
+    // The easyconfigs root is looked at on this thread; the modules root's files are not yet.
+    KeptFile k;
+    CHECK(publisher.as_last_built("easyconfigs-out/s/a/a-1.eb", k));
+    CHECK_FALSE(publisher.as_last_built("modules-out/s/modulefiles/a/1.lua", k));
+    helped.store(true);
+    helped.notify_all();
+    look.join();
+    publisher.look_spares();
+    publisher.look_end();
+    publisher.match_spares();
+    REQUIRE(publisher.begin(diags));
+    for (const auto& f : tree("one")) {
+        KeptFile kept;
+        REQUIRE(publisher.as_last_built(f.path, kept));
+        REQUIRE(publisher.add_kept(kept, diags));
+    }
+    PublishReport report;
+    REQUIRE(publisher.finish(report, diags));
+    CHECK_FALSE(diags.has_errors());
+    CHECK(report.unchanged == 3);
+    CHECK(report.changed.empty());
+    CHECK(test::read_file(out + "/easyconfigs-out/s/a/a-1.eb") == "name = 'a'  # one\n");
 }
 
 TEST_CASE("a look taken before another build published is not trusted", "[publish]") {

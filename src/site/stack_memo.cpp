@@ -18,7 +18,6 @@ void put_int(std::string& out, long long n) {
     out += ';';
 }
 
-
 }  // namespace
 
 std::string stack_memo_key(const std::string& identity, const std::string& path, std::string_view piece) {
