@@ -597,12 +597,9 @@ void Publisher::match_live_root(Root& r, unsigned threads) {
             if (known[i]) line[i] = k->line;
             return;
         }
-        std::string& known_path = known_paths[slot];
-        known_path.resize(prefix);
-        known_path += e.path;
-        const auto k = options_.known->find(known_path);
-        known[i] = k != options_.known->end() && k->second.stat == stat_of(e);
-        if (known[i]) line[i] = k->second.line;
+        const KnownFile* k = known_file(known_paths[slot], prefix, e.path);
+        known[i] = k && k->stat == stat_of(e);
+        if (known[i]) line[i] = k->line;
     });
     r.live_files.reserve(n);
     r.live_of.assign(n, nullptr);
@@ -640,12 +637,18 @@ void Publisher::match_live_root(Root& r, unsigned threads) {
 void Publisher::help_look_live() {
     if (!roots_open_.load(std::memory_order_acquire)) return;
     const TraceSpan span("help_look_live");
-    for (size_t i = state_.size(); i-- > 0;) {
-        if (roots_taken_[i].exchange(true)) continue;
-        const SetOnExit looked{roots_looked_[i]};
-        scan_live_root(state_[i]);
-        match_live_root(state_[i], 1);
-    }
+    for (size_t i = state_.size(); i-- > 0;) look_root_if_free(i, 1, {});
+}
+
+// Root `i` of look_live(), scanned then matched on this thread, unless another thread took it
+// (false); `before_match` runs between the two. Marked looked even when this throws.
+bool Publisher::look_root_if_free(size_t i, unsigned threads, const std::function<void()>& before_match) {
+    if (roots_taken_[i].exchange(true)) return false;
+    const SetOnExit looked{roots_looked_[i]};
+    scan_live_root(state_[i]);
+    if (before_match) before_match();
+    match_live_root(state_[i], threads);
+    return true;
 }
 
 // Each root's manifest and live tree, the live files hashed where their stat is not the known
@@ -682,19 +685,25 @@ void Publisher::look_live(const std::function<void()>& dirs_ready, const std::fu
     roots_taken_ = std::make_unique<std::atomic<bool>[]>(state_.size());
     roots_looked_ = std::make_unique<std::atomic<bool>[]>(state_.size());
     roots_open_.store(true, std::memory_order_release);
-    bool known_waited = false;
-    for (size_t i = 0; i < state_.size(); ++i) {
-        if (roots_taken_[i].exchange(true)) continue;
-        const SetOnExit looked{roots_looked_[i]};
-        scan_live_root(state_[i]);
+    bool known_waited = false;  // (known_ready runs once, before the first match)
+    const auto wait_known = [&] {
         if (!known_waited && known_ready) known_ready();
         known_waited = true;
-        match_live_root(state_[i], threads);
-    }
+    };
+    for (size_t i = 0; i < state_.size(); ++i) look_root_if_free(i, threads, wait_known);
     for (size_t i = 0; i < state_.size(); ++i) roots_looked_[i].wait(false, std::memory_order_acquire);
     roots_open_.store(false, std::memory_order_relaxed);
     looked_live_at_ = looked_at;
     looked_live_ = true;
+}
+
+// The file options.known has at a root's path `rel`; `path` holds the root and a slash (its
+// first `prefix` bytes), and is reused for each lookup (no string per file).
+const KnownFile* Publisher::known_file(std::string& path, size_t prefix, std::string_view rel) const {
+    path.resize(prefix);
+    path += rel;
+    const auto k = options_.known->find(path);
+    return k == options_.known->end() ? nullptr : &k->second;
 }
 
 void Publisher::find_known_lines() {
@@ -705,11 +714,7 @@ void Publisher::find_known_lines() {
         r.known_of_line.resize(r.old_lines.size(), nullptr);
         std::string path = join(r.root, "");
         const size_t prefix = path.size();
-        for (size_t j = 0; j < r.old_lines.size(); ++j) {
-            path.resize(prefix);
-            path += r.old_lines[j].first;
-            if (const auto k = options_.known->find(path); k != options_.known->end()) r.known_of_line[j] = &k->second;
-        }
+        for (size_t j = 0; j < r.old_lines.size(); ++j) r.known_of_line[j] = known_file(path, prefix, r.old_lines[j].first);
     }
 }
 

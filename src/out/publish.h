@@ -190,6 +190,8 @@ private:
     bool looked_still_holds();
     void scan_live_root(Root& r);
     void match_live_root(Root& r, unsigned threads);
+    bool look_root_if_free(size_t i, unsigned threads, const std::function<void()>& before_match);
+    const KnownFile* known_file(std::string& path, size_t prefix, std::string_view rel) const;
     void hand_edit(Diagnostics& diags, const Root& r, const std::string& rel, const std::string& why) const;
     bool compare_live(Root& r, PublishReport& report, Diagnostics& diags, const TreeEntry*& live_manifest);
     FileSystem& fs_;

@@ -35,6 +35,15 @@ bool run(MemoryFs& fs, const OutputList& files, Diagnostics& diags, bool force =
 
 std::map<std::string, MemoryFs::Entry> snapshot(const MemoryFs& fs) { return fs.files; }
 
+// A publish report's stats as a state read gives them: each with the place of a line (`lines`:
+// how many).
+KnownFiles known_as_read(const KnownFiles& stats, uint32_t& lines) {
+    KnownFiles known = stats;
+    lines = 0;
+    for (auto& [path, file] : known) file.line = lines++;
+    return known;
+}
+
 }  // namespace
 
 TEST_CASE("publish writes every file, its mode and a sorted manifest", "[publish]") {
@@ -461,9 +470,8 @@ TEST_CASE("a live root another thread takes from the look is looked at as the lo
     PublishReport first;
     REQUIRE(publish(*fs, kRoots, tree("one"), {out, false, false}, first, diags));
     PublishOptions options{out, false, false};
-    KnownFiles known = first.stats;
     uint32_t lines = 0;
-    for (auto& [path, file] : known) file.line = lines++;
+    KnownFiles known = known_as_read(first.stats, lines);
     options.known = &known;
     options.known_lines = &lines;
     Publisher publisher(*fs, kRoots, options);
@@ -532,10 +540,8 @@ bool publish_keeping(MemoryFs& fs, const OutputList& files, const PublishReport&
                      PublishReport& report, Diagnostics& diags, size_t& kept,
                      const std::function<void(Publisher&)>& extra = {}, bool bulk = false) {
     PublishOptions options{"out", dry_run, false};
-    // (Each known file with the place of a line, as a state read gives them.)
-    KnownFiles known = last.stats;
     uint32_t lines = 0;
-    for (auto& [path, file] : known) file.line = lines++;
+    KnownFiles known = known_as_read(last.stats, lines);
     options.known = &known;
     options.known_lines = &lines;
     Publisher publisher(fs, kRoots, options);
