@@ -275,13 +275,13 @@ struct Publisher::Root {
     // Each live regular file: its entry and hash, the manifest's when its stat is the one
     // recorded (it is not read), else read and hashed. (Hashed containers throughout: a
     // root has tens of thousands of paths sharing long prefixes, costly to compare in order.)
+    // (Fields ordered to pack: a root keeps one per live file, tens of thousands.)
     struct Live {
         const TreeEntry* entry = nullptr;
-        std::string_view hash;              // the manifest's (`was`) when known, else `read`
-        bool hashed = false;                // `hash` is set
-        std::string read;                   // the hash of its bytes, when they were read
-        bool known = false;              // its stat is the last build's: untouched since
+        std::string_view hash;              // the manifest's (`was`) when known, else in `read_hashes`
         const ManifestLine* was = nullptr;  // its line in the live manifest, if any
+        bool hashed = false;                // `hash` is set
+        bool known = false;              // its stat is the last build's: untouched since
         // Noted by the look, which has the manifest line and the entry at hand (the kept stacks'
         // lookups, in stack order, would fetch both from all over the tree): whether
         // as_last_built hands it out (known, listed, with the manifest's mode), and the
@@ -312,6 +312,7 @@ struct Publisher::Root {
                (hash.empty() || live.was->hash == hash) && live.entry->path == rel;
     }
     std::unordered_map<std::string_view, Live> live_files;  // keys: views into `entries`
+    std::vector<std::string> read_hashes;  // the hashes of the live files whose bytes were read
     std::vector<Live*> live_of;  // by index into `entries` (regular files but the manifest)
     // The known files by the place of their line in the states (KnownFile::line; null: not
     // one of this root's known files).
@@ -623,10 +624,11 @@ void Publisher::match_live_root(Root& r, unsigned threads) {
         r.live_of[i] = &placed;
         if (line[i] < r.live_by_line.size()) r.live_by_line[line[i]] = &placed;
     }
+    r.read_hashes.assign(unread.size(), std::string());  // (sized first: each thread fills its own)
     share_out_slices(unread.size(), 64, threads, [&](size_t i, unsigned) {
         Root::Live& live = *unread[i];
-        live.read = hash_of(fs_, r.live + "/" + live.entry->path);
-        live.hash = live.read;
+        r.read_hashes[i] = hash_of(fs_, r.live + "/" + live.entry->path);
+        live.hash = r.read_hashes[i];
         live.hashed = true;
     });
 }
