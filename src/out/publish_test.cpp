@@ -313,6 +313,46 @@ TEST_CASE("a crash at any rename of a forced rebuild is finished by the next run
     }
 }
 
+TEST_CASE("the journal names each new manifest by its staged file's stat, and a journal naming it by its SHA-256 is finished too",
+          "[publish]") {
+    MemoryFs fresh;
+    Diagnostics diags;
+    REQUIRE(run(fresh, tree("two"), diags));
+    const auto promised = [&](const std::string& root) { return fresh.files.at("out/" + root + "/.sitegen-manifest").data; };
+    // (by_sha: the journal rewritten as a sitegen before this one wrote it)
+    for (const bool by_sha : {false, true}) {
+        int journals = 0;
+        for (int crash_at = 1; crash_at <= 4; ++crash_at) {
+            INFO("by SHA-256: " << by_sha << ", crash at rename " << crash_at);
+            MemoryFs fs;
+            REQUIRE(run(fs, tree("one"), diags));
+            fs.crash_at_rename = crash_at;
+            try {
+                run(fs, tree("two"), diags);
+            } catch (const SimulatedCrash&) {
+            }
+            fs.crash_at_rename = 0;
+            if (!fs.exists("out/.sitegen-journal")) continue;
+            ++journals;
+            std::string journal = fs.files.at("out/.sitegen-journal").data;
+            for (const auto& root : kRoots) {
+                const size_t at = journal.find(" " + root + "\n");
+                REQUIRE(at != std::string::npos);
+                const size_t begin = journal.rfind('\n', at) == std::string::npos ? 0 : journal.rfind('\n', at) + 1;
+                CHECK(journal.substr(begin, 5) == "file:");  // (MemoryFs gives each written file an inode)
+                if (by_sha) journal.replace(begin, at - begin, sha256_hex(promised(root)));
+            }
+            fs.files.at("out/.sitegen-journal").data = journal;
+            Diagnostics recovery;
+            REQUIRE(recover_interrupted_publish(fs, "out", recovery));
+            CHECK_FALSE(fs.exists("out/.sitegen-journal"));
+            // Rolled forward: both roots are exactly the new trees.
+            for (const auto& root : kRoots) CHECK(tree_of(fs, "out/" + root + "/") == tree_of(fresh, "out/" + root + "/"));
+        }
+        CHECK(journals > 0);  // (some crash fell between the journal and the last swap)
+    }
+}
+
 TEST_CASE("the replaced tree stays as the spare, and the next publish rewrites only what changed in it", "[publish]") {
     MemoryFs fs;
     Diagnostics diags;
