@@ -1027,12 +1027,20 @@ Result run_build(FileSystem& fs, const Request& request) {
         if (kept_beside) {
             publisher.help_look_live();  // (a root the look's thread has not begun)
             spares_or_kept(live_looked);
+            // Then, while the look goes on, this thread takes slices of its stats (the look's
+            // thread posts them, share_out_helped) instead of waiting for it idle.
+            while (!live_looked.load(std::memory_order_acquire)) {
+                const unsigned seen = helpers_epoch();
+                if (help_posted() || live_looked.load(std::memory_order_acquire)) continue;
+                wait_for_helpers_epoch(seen);
+            }
         }
     };
     const auto prepare_and_look = [&] {
         if (!overlap) return;  // (the plain order: prepared below, looked at by begin())
         if (states_on_main) {
             {
+                const WakeHelpersOnExit wake;  // (after `looked` is set: the build's thread may wait for either)
                 const SetOnExit looked{live_looked};  // (even when the look throws: this thread waits for it)
                 const SetOnExit read{manifests_read};  // (the same)
                 publisher.look_live([&] {

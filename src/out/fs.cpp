@@ -189,13 +189,10 @@ std::string_view parent_of(std::string_view path) {
 // scan_known on the disk, into `out` (empty; in path order): false, with nothing added, when `known` does
 // not describe a tree (a path twice, or one whose parent it does not list) or vouches for no
 // directory; then the caller scans. The known directories and the known files of trusted ones
-// are statted in slices on up to `threads` threads, by their path from `root` (a directory
+// are statted in slices on up to `threads` threads (with one, a thread in help_posted() may
+// take slices of the files' stats), by their path from `root` (a directory
 // swapped for a link meanwhile would be followed there: a race with a hand edit during the look,
 // as between any scan's read of a directory and its stats).
-// (Room scan_known_into leaves beyond the known entries for the directories it reads: those
-// the last publish changed, a handful on a rebuild of a few stacks.)
-constexpr size_t kReadMargin = 1024;
-
 bool scan_known_into(int root, const KnownTree& known, std::vector<TreeEntry>& out, unsigned threads) {
     std::unordered_map<std::string_view, size_t> dir_at;  // known directory -> index
     dir_at.reserve(known.dirs.size());
@@ -246,16 +243,38 @@ bool scan_known_into(int root, const KnownTree& known, std::vector<TreeEntry>& o
         const auto it = dir_at.find(dir);
         return it != dir_at.end() && trusted[it->second];
     };
+    // Every directory not vouched for is read first (its entries as they are, a directory not
+    // known in full), into a list of its own: the known files' stats, most of the work, then
+    // come last, where another thread done with its own part may join them (share_out_helped).
+    std::vector<TreeEntry> read_entries;
+    const auto read = [&](int fd, const std::string& rel) {
+        std::vector<size_t> subdirs;
+        read_dir(fd, rel, read_entries, true, subdirs);
+        const size_t prefix = rel.empty() ? 0 : rel.size() + 1;
+        for (const size_t k : subdirs) {
+            const std::string path = read_entries[k].path;  // (read_entries grows below)
+            if (dir_at.count(path)) continue;  // (known: read or vouched for on its own)
+            const int sub = open_dir_at(fd, path.c_str() + prefix);
+            if (sub >= 0) scan_into(sub, path, read_entries, true);
+        }
+        ::close(fd);
+    };
+    if (!root_trusted) read(::dup(root), std::string());
+    for (size_t i = 0; i < n; ++i)
+        if (real[i] == 1 && !trusted[i] && !known.dirs[i].path.empty()) {
+            const std::string rel(known.dirs[i].path);
+            const int fd = open_dir_beneath(root, rel);
+            if (fd >= 0) read(fd, rel);
+        }
     // A trusted directory's entries are the known ones: the directories from their stats above,
     // the files statted now, in slices, each file into its own slot of `out` (so that they stay
     // in the known files' order; a slice's files share few directories: the last one's answer
-    // is kept), the slots of the files not there then closed up. `out` is reserved for all of
-    // them and a margin for the directories read below: no entry is moved to a larger array (on
-    // a rebuild of 2,000 stacks, 26,000 entries, whose fresh pages cost more than the stats'
-    // bookkeeping).
+    // is kept), the slots of the files not there then closed up, and what was read after them.
+    // `out` is reserved for all of them: no entry is moved to a larger array (on a rebuild of
+    // 2,000 stacks, 26,000 entries, whose fresh pages cost more than the stats' bookkeeping).
     size_t dirs_kept = 0;
     for (size_t i = 0; i < n; ++i) dirs_kept += exists[i] && !known.dirs[i].path.empty() && trusted_dir(parent_of(known.dirs[i].path));
-    out.reserve(out.size() + dirs_kept + known.files.size() + kReadMargin);
+    out.reserve(out.size() + dirs_kept + known.files.size() + read_entries.size());
     for (size_t i = 0; i < n; ++i)
         if (exists[i] && !known.dirs[i].path.empty() && trusted_dir(parent_of(known.dirs[i].path)))
             out.push_back(entry_of(std::string(known.dirs[i].path), now[i]));
@@ -263,7 +282,7 @@ bool scan_known_into(int root, const KnownTree& known, std::vector<TreeEntry>& o
     out.resize(files_at + known.files.size());
     std::vector<char> found(known.files.size(), 0);
     constexpr size_t kSlice = 1024;
-    share_out((known.files.size() + kSlice - 1) / kSlice, threads, [&](size_t s, unsigned) {
+    const auto stat_slice = [&](size_t s) {
         std::string_view last_dir;
         bool last_trusted = false, any = false;
         for (size_t i = s * kSlice; i < std::min(known.files.size(), (s + 1) * kSlice); ++i) {
@@ -276,32 +295,16 @@ bool scan_known_into(int root, const KnownTree& known, std::vector<TreeEntry>& o
             out[files_at + i] = entry_of(std::move(path), st);
             found[i] = 1;
         }
-    });
+    };
+    const size_t slices = (known.files.size() + kSlice - 1) / kSlice;
+    if (threads > 1) share_out(slices, threads, [&](size_t s, unsigned) { stat_slice(s); });
+    else share_out_helped(slices, stat_slice);
     size_t kept = files_at;
     for (size_t i = 0; i < found.size(); ++i)
         if (found[i] && kept++ != files_at + i) out[kept - 1] = std::move(out[files_at + i]);
     out.resize(kept);
     const size_t read_at = out.size();
-    // Every other directory is read: its entries as they are, a directory not known in full.
-    const auto read = [&](int fd, const std::string& rel) {
-        std::vector<size_t> subdirs;
-        read_dir(fd, rel, out, true, subdirs);
-        const size_t prefix = rel.empty() ? 0 : rel.size() + 1;
-        for (const size_t k : subdirs) {
-            const std::string path = out[k].path;  // (out grows below)
-            if (dir_at.count(path)) continue;  // (known: read or vouched for on its own)
-            const int sub = open_dir_at(fd, path.c_str() + prefix);
-            if (sub >= 0) scan_into(sub, path, out, true);
-        }
-        ::close(fd);
-    };
-    if (!root_trusted) read(::dup(root), std::string());
-    for (size_t i = 0; i < n; ++i)
-        if (real[i] == 1 && !trusted[i] && !known.dirs[i].path.empty()) {
-            const std::string rel(known.dirs[i].path);
-            const int fd = open_dir_beneath(root, rel);
-            if (fd >= 0) read(fd, rel);
-        }
+    out.insert(out.end(), std::make_move_iterator(read_entries.begin()), std::make_move_iterator(read_entries.end()));
     // In path order: the three runs (directories, files, what was read) merged, each sorted
     // first where it is not (the known ones come sorted when the record is, as a manifest's lines
     // are: sorting 30,000 entries again cost a rebuild ~4 ms).

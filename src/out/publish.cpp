@@ -335,9 +335,36 @@ struct Publisher::Root {
         return live.known && live.was && live.was_mode == (executable ? 0755u : 0644u) &&
                (hash.empty() || live.was->hash == hash) && live.entry->path == rel;
     }
-    std::unordered_map<std::string_view, Live> live_files;  // keys: views into `entries`
+    // The live regular files but the manifest, in `entries` order (reserved before they are
+    // made: `live_of` and the lookups point at them).
+    std::vector<Live> live_records;
     std::vector<std::string> read_hashes;  // the hashes of the live files whose bytes were read
     std::vector<Live*> live_of;  // by index into `entries` (regular files but the manifest)
+    // The live file at `rel` (null: none), found by binary search in `entries` (a scan gives
+    // them in path order, FileSystem::scan): a rebuild of a few stacks asks a few dozen times,
+    // and a hash index of 26,000 paths cost it more than all its lookups. Past kSearchedLookups
+    // (a rebuild of many stacks) the index is made, once, and asked instead. (The const one
+    // never makes it: kept_stacks asks from two threads. The other is asked on one thread.)
+    const Live* live_at(std::string_view rel) const {
+        if (live_of.size() != entries.size()) return nullptr;  // (not matched yet: no records)
+        const auto it = std::lower_bound(entries.begin(), entries.end(), rel,
+                                         [](const TreeEntry& e, std::string_view p) { return e.path < p; });
+        return it != entries.end() && it->path == rel ? live_of[static_cast<size_t>(it - entries.begin())] : nullptr;
+    }
+    Live* live_at(std::string_view rel) {
+        if (!live_indexed && ++live_lookups > kSearchedLookups) {
+            live_index.reserve(live_records.size());
+            for (Live& live : live_records) live_index.emplace(live.entry->path, &live);
+            live_indexed = true;
+        }
+        if (!live_indexed) return const_cast<Live*>(std::as_const(*this).live_at(rel));
+        const auto it = live_index.find(rel);
+        return it == live_index.end() ? nullptr : it->second;
+    }
+    static constexpr size_t kSearchedLookups = 256;
+    std::unordered_map<std::string_view, Live*> live_index;  // (keys: views into `entries`)
+    bool live_indexed = false;
+    size_t live_lookups = 0;
     // The known files by the place of their line in the states (KnownFile::line; null: not
     // one of this root's known files).
     std::vector<const Live*> live_by_line;
@@ -384,8 +411,7 @@ struct Publisher::Root {
     // Erases a spare file, and the live record's note of it.
     void forget_spare(std::unordered_map<std::string_view, SpareFile>::iterator it) {
         spare_in_order.clear();  // (it would point at the erased file)
-        if (const auto live = live_files.find(it->first); live != live_files.end() && live->second.spare == &it->second)
-            live->second.spare = nullptr;
+        if (Live* live = live_at(it->first); live && live->spare == &it->second) live->spare = nullptr;
         spare_files.erase(it);
     }
     std::unordered_set<std::string_view> spare_dirs;
@@ -439,8 +465,7 @@ Publisher::Root* Publisher::root_of(std::string_view path) {
 bool Publisher::as_last_built(std::string_view path, KeptFile& out) const {
     const Root* r = root_of(path);
     if (!r) return false;
-    const auto live = r->live_files.find(path.substr(r->root.size() + 1));
-    return live != r->live_files.end() && Root::as_last_built(path, &live->second, out);
+    return Root::as_last_built(path, r->live_at(path.substr(r->root.size() + 1)), out);
 }
 
 bool Publisher::as_last_built(std::string_view path, uint32_t line, KeptFile& out) const {
@@ -475,8 +500,8 @@ void Publisher::match_spares() {
     for (Root& r : state_) {
         if (r.spare_made) continue;  // (begin() made it anew: nothing in it to find)
         if (!r.match_in_order())
-            for (auto& [rel, live] : r.live_files) {
-                const auto spare = r.spare_files.find(rel);
+            for (Root::Live& live : r.live_records) {
+                const auto spare = r.spare_files.find(live.entry->path);
                 live.spare = spare == r.spare_files.end() ? nullptr : &spare->second;
             }
         r.spares_matched = true;
@@ -626,7 +651,7 @@ void Publisher::match_live_root(Root& r, unsigned threads) {
         known[i] = k && k->stat == stat_of(e);
         if (known[i]) line[i] = k->line;
     });
-    r.live_files.reserve(n);
+    r.live_records.reserve(n);  // (never more: `live_of` points at them)
     r.live_of.assign(n, nullptr);
     r.live_by_line.assign(options_.known && options_.known_lines ? *options_.known_lines : 0, nullptr);
     std::vector<Root::Live*> unread;  // (their bytes are hashed below)
@@ -643,7 +668,7 @@ void Publisher::match_live_root(Root& r, unsigned threads) {
         live.was = was[i];
         live.was_mode = was[i] ? was[i]->mode : 0;
         live.as_built = live.known && was[i] && live.was_mode == e.mode;
-        Root::Live& placed = r.live_files.emplace(e.path, std::move(live)).first->second;
+        Root::Live& placed = r.live_records.emplace_back(live);
         if (!placed.hashed) unread.push_back(&placed);
         r.live_of[i] = &placed;
         if (line[i] < r.live_by_line.size()) r.live_by_line[line[i]] = &placed;
@@ -840,10 +865,7 @@ bool Publisher::begin(Diagnostics& diags) {
 bool Publisher::stage(Root& r, const std::string& rel, const ManifestLine& want, const std::string* contents,
                       bool executable, std::string& error, bool linking, const void* found) {
     const Root::Live* live = static_cast<const Root::Live*>(found);
-    if (!live) {
-        const auto it = r.live_files.find(rel);
-        if (it != r.live_files.end()) live = &it->second;
-    }
+    if (!live) live = r.live_at(rel);
     const bool as_wanted = live && live->hash == want.hash && live->entry->mode == want.mode;
     const auto spare = r.spare_files.find(rel);
     if (as_wanted && spare != r.spare_files.end() && spare->second.ino == live->entry->ino) {
@@ -927,8 +949,7 @@ bool Publisher::place(std::string_view path, std::string hash, bool executable, 
         }
         if (hash.empty() && live.was) hash = std::string(live.was->hash);
     }
-    Root::Live* live = nullptr;  // the live file at this path, if any
-    if (const auto it = r->live_files.find(rel_view); it != r->live_files.end()) live = &it->second;
+    Root::Live* live = r->live_at(rel_view);  // the live file at this path, if any
     const auto [slot, first] = r->fresh.try_emplace(std::string(rel_view));
     const std::string& rel = slot->first;
     if (!first || (live && live->kept)) added_twice_.emplace_back(path);
@@ -1244,8 +1265,8 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
             }
             const auto in_new_tree = [r](std::string_view rel) {
                 if (r->fresh.count(rel)) return true;
-                const auto live = r->live_files.find(rel);
-                return live != r->live_files.end() && live->second.kept;
+                const Root::Live* live = r->live_at(rel);
+                return live && live->kept;
             };
             const auto remove = [&](std::string_view rel) {
                 r->touch(rel);

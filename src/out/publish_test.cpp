@@ -353,6 +353,32 @@ TEST_CASE("the journal names each new manifest by its staged file's stat, and a 
     }
 }
 
+TEST_CASE("a publish that changes hundreds of live files finds each, by search and then by an index", "[publish]") {
+    // (Root::live_at: the first kSearchedLookups lookups search the scan, the rest ask an index
+    // made once; 600 files changed and 600 kept cross that line both in place() and stage().)
+    const auto many = [](const std::string& changed, const std::string& kept) {
+        OutputList files;
+        for (int i = 0; i < 600; ++i) {
+            const std::string n = std::to_string(1000 + i);
+            files.push_back({"modules-out/s/modulefiles/a/" + n + ".lua", "setenv(\"V\", \"" + changed + "\")\n", false});
+            files.push_back({"easyconfigs-out/s/a/a-" + n + ".eb", "name = 'a'  # " + kept + "\n", false});
+        }
+        return files;
+    };
+    MemoryFs fresh, fs;
+    Diagnostics diags;
+    REQUIRE(run(fresh, many("two", "kept"), diags));
+    REQUIRE(run(fs, many("one", "kept"), diags));
+    REQUIRE(run(fs, many("three", "kept"), diags));  // (now a spare exists: the next publish stages into it)
+    PublishReport report;
+    REQUIRE(run(fs, many("two", "kept"), diags, false, &report));
+    CHECK_FALSE(diags.has_errors());
+    CHECK(report.changed.size() == 600);
+    CHECK(report.unchanged == 600);
+    CHECK(tree_of(fs, "out/modules-out/s/") == tree_of(fresh, "out/modules-out/s/"));
+    CHECK(tree_of(fs, "out/easyconfigs-out/s/") == tree_of(fresh, "out/easyconfigs-out/s/"));
+}
+
 TEST_CASE("the replaced tree stays as the spare, and the next publish rewrites only what changed in it", "[publish]") {
     MemoryFs fs;
     Diagnostics diags;

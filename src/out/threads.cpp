@@ -2,7 +2,9 @@
 #include "out/threads.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 
 namespace sitegen {
@@ -11,7 +13,80 @@ namespace {
 
 constexpr unsigned long kMaxThreadsFromEnv = 64;
 
+// The work share_out_helped posted (null: none), and how many helpers are in it: it is not
+// left (nor destroyed) before they are out, which they say under the lock.
+struct PostedWork {
+    size_t count = 0;
+    const std::function<void(size_t)>* work = nullptr;
+    std::atomic<size_t> next{0}, done{0};
+    unsigned helpers = 0;  // (under posted_lock)
+    std::vector<std::exception_ptr> failed;  // by item
+};
+std::mutex posted_lock;
+std::condition_variable helpers_out;
+PostedWork* posted = nullptr;
+std::atomic<unsigned> epoch{0};
+
+size_t take_items(PostedWork& w) {
+    size_t taken = 0;
+    for (size_t i; (i = w.next.fetch_add(1)) < w.count; ++taken) {
+        try {
+            (*w.work)(i);
+        } catch (...) {
+            w.failed[i] = std::current_exception();
+        }
+        if (w.done.fetch_add(1, std::memory_order_acq_rel) + 1 == w.count) w.done.notify_all();
+    }
+    return taken;
+}
+
 }  // namespace
+
+void wake_helpers() {
+    epoch.fetch_add(1, std::memory_order_release);
+    epoch.notify_all();
+}
+
+unsigned helpers_epoch() { return epoch.load(std::memory_order_acquire); }
+
+void wait_for_helpers_epoch(unsigned seen) { epoch.wait(seen, std::memory_order_acquire); }
+
+void share_out_helped(size_t count, const std::function<void(size_t)>& work) {
+    PostedWork w;
+    w.count = count;
+    w.work = &work;
+    w.failed.resize(count);
+    bool posting = false;
+    {
+        const std::lock_guard<std::mutex> lock(posted_lock);
+        posting = posted == nullptr;
+        if (posting) posted = &w;
+    }
+    if (posting) wake_helpers();
+    take_items(w);
+    for (size_t done; (done = w.done.load(std::memory_order_acquire)) < count;) w.done.wait(done, std::memory_order_acquire);
+    if (posting) {
+        std::unique_lock<std::mutex> lock(posted_lock);
+        posted = nullptr;
+        helpers_out.wait(lock, [&] { return w.helpers == 0; });
+    }
+    for (const auto& e : w.failed)
+        if (e) std::rethrow_exception(e);
+}
+
+bool help_posted() {
+    PostedWork* w = nullptr;
+    {
+        const std::lock_guard<std::mutex> lock(posted_lock);
+        w = posted;
+        if (w) ++w->helpers;
+    }
+    if (!w) return false;
+    const size_t taken = take_items(*w);
+    const std::lock_guard<std::mutex> lock(posted_lock);
+    if (--w->helpers == 0) helpers_out.notify_all();  // (under the lock: `w` lives until it is released)
+    return taken > 0;
+}
 
 std::optional<unsigned> threads_from_env() {
     if (const char* env = std::getenv("SITEGEN_THREADS"); env && *env >= '0' && *env <= '9') {

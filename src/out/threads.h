@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -77,5 +78,33 @@ void share_out_slices(size_t count, size_t slice, unsigned threads, Work&& work)
         for (size_t i = s * slice; i < end; ++i) work(i, slot);
     });
 }
+
+// Work that one thread does while others may join it instead of waiting idle: below
+// kMinCpusToSplit a build's two threads each have their own part, and the one done first
+// (the build's thread, once its sites are checked and its spares looked at) takes items of the
+// look's stats rather than waiting for them.
+// share_out_helped calls work(i) for every i in [0, count) on the calling thread, while any
+// thread in help_posted() takes items too, and returns once every item is done (then it
+// rethrows the exception of the first item, by index, that threw). One work is posted at a
+// time: posted while another is, it runs on the calling thread alone.
+void share_out_helped(size_t count, const std::function<void(size_t)>& work);
+// Takes items of the work posted now until none is left; false when it took none (none is
+// posted, or every item of it is taken).
+bool help_posted();
+// A helper's wait: helpers_epoch() before it looks for work and checks what it waits for,
+// then wait_for_helpers_epoch(seen), which returns once work is posted or wake_helpers() is
+// called (by whoever makes that wait end: it calls it after setting its flag).
+unsigned helpers_epoch();
+void wait_for_helpers_epoch(unsigned seen);
+void wake_helpers();
+
+// Sets no flag: wake_helpers() when it goes out of scope (declared before the SetOnExit of
+// the flag a helper waits for, so that it runs after it, also when leaving by an exception).
+struct WakeHelpersOnExit {
+    WakeHelpersOnExit() = default;
+    WakeHelpersOnExit(const WakeHelpersOnExit&) = delete;
+    WakeHelpersOnExit& operator=(const WakeHelpersOnExit&) = delete;
+    ~WakeHelpersOnExit() { wake_helpers(); }
+};
 
 }  // namespace sitegen
