@@ -1,8 +1,11 @@
 // threads: share_out runs every item once, on at most the threads asked for, and rethrows the
-// first failing item's exception after all have run.
+// first failing item's exception after all have run; share_out_helped too, with the threads
+// that join it (help_posted).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -80,4 +83,72 @@ TEST_CASE("stat steps use SITEGEN_THREADS (at most 4), or the CPUs when nothing 
     CHECK(lone_stat_threads() == std::min(cpus, 4u));
     CHECK(stat_threads() == (cpus >= kMinCpusToSplit ? std::min(cpus, 4u) : 1u));
     if (saved) ::setenv("SITEGEN_THREADS", before.c_str(), 1);
+}
+
+TEST_CASE("share_out_helped runs every item once, a helper taking some, and rethrows the first failure", "[threads]") {
+    CHECK_FALSE(help_posted());  // (nothing posted)
+    for (const bool fails : {false, true}) {
+        INFO("an item throws: " << fails);
+        std::vector<int> runs(200, 0);
+        std::atomic<bool> helper_started{false}, stop{false};
+        std::atomic<size_t> helped{0};
+        std::thread helper([&] {
+            // As the build's thread does: look for work, else wait for it to be posted or the wait
+            // to end (wake_helpers).
+            while (!stop.load()) {
+                const unsigned seen = helpers_epoch();
+                helper_started.store(true);
+                if (help_posted()) {
+                    helped.fetch_add(1);
+                    continue;
+                }
+                if (stop.load()) break;
+                wait_for_helpers_epoch(seen);
+            }
+        });
+        while (!helper_started.load()) std::this_thread::yield();
+        std::thread::id owner = std::this_thread::get_id();
+        std::atomic<size_t> on_helper{0};
+        std::string failure;
+        try {
+            share_out_helped(runs.size(), [&](size_t i) {
+                ++runs[i];  // (each item once: no two threads touch one slot)
+                if (std::this_thread::get_id() != owner) on_helper.fetch_add(1);
+                // (slow enough that the helper, woken by the post, takes some)
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
+                if (fails && (i == 7 || i == 150)) throw std::runtime_error("item " + std::to_string(i));
+            });
+        } catch (const std::runtime_error& e) {
+            failure = e.what();
+        }
+        stop.store(true);
+        wake_helpers();
+        helper.join();
+        CHECK(std::count(runs.begin(), runs.end(), 1) == 200);
+        CHECK(on_helper.load() > 0);
+        CHECK(helped.load() > 0);
+        CHECK(failure == (fails ? "item 7" : ""));
+        CHECK_FALSE(help_posted());  // (left: nothing to take once it returned)
+    }
+}
+
+TEST_CASE("share_out_helped posted while another is runs on its own thread alone", "[threads]") {
+    std::atomic<bool> outer_in{false}, inner_done{false};
+    std::vector<int> inner_runs(10, 0);
+    std::thread other;
+    share_out_helped(1, [&](size_t) {
+        outer_in.store(true);
+        other = std::thread([&] {
+            std::thread::id self = std::this_thread::get_id();
+            share_out_helped(inner_runs.size(), [&](size_t i) {
+                CHECK(std::this_thread::get_id() == self);
+                ++inner_runs[i];
+            });
+            inner_done.store(true);
+        });
+        while (!inner_done.load()) std::this_thread::yield();
+    });
+    other.join();
+    CHECK(std::count(inner_runs.begin(), inner_runs.end(), 1) == 10);
+    CHECK_FALSE(help_posted());
 }
