@@ -297,9 +297,8 @@ struct Publisher::Root {
         bool kept = false;  // stage() found it as wanted: a fresh path's, left in place
     };
     // Each live regular file: its entry and hash, the manifest's when its stat is the one
-    // recorded (it is not read), else read and hashed. (Hashed containers throughout: a
-    // root has tens of thousands of paths sharing long prefixes, costly to compare in order.)
-    // (Fields ordered to pack: a root keeps one per live file, tens of thousands.)
+    // recorded (it is not read), else read and hashed. (Fields ordered to pack: a root keeps
+    // one per live file, tens of thousands; by path see live_at.)
     struct Live {
         const TreeEntry* entry = nullptr;
         std::string_view hash;              // the manifest's (`was`) when known, else in `read_hashes`
