@@ -143,9 +143,12 @@ std::string_view written_line(std::string_view text, std::string_view hash, unsi
 // manifest in a few runs instead of writing 26,000 lines.)
 class ManifestWriter {
 public:
-    explicit ManifestWriter(size_t bytes) {
+    // `bytes`: about the text's size (what the writer itself holds, with `refer_runs`);
+    // `refer_runs`: the runs are kept as views into the text that holds them (pieces()), not
+    // copied.
+    explicit ManifestWriter(size_t bytes, bool refer_runs = false) : refer_runs_(refer_runs) {
         out_.reserve(sizeof kHeader - 1 + bytes);
-        out_ += kHeader;
+        own(kHeader);
     }
     void add(const ManifestRow& row) {
         if (!row.line.empty() && row.line.data() == run_end_) {
@@ -158,23 +161,48 @@ public:
             run_end_ = run_ + row.line.size();
             return;
         }
-        out_ += row.hash;
-        out_ += mode_text(row.mode);
-        out_ += row.path;
-        out_ += '\n';
+        own(row.hash);
+        own(mode_text(row.mode));
+        own(row.path);
+        own("\n");
     }
     std::string text() && {
         flush();
         return std::move(out_);
     }
+    // The text as pieces, in order (with `refer_runs`): the runs as views into the text that
+    // holds them, the rest into `owned`, which keeps it.
+    std::vector<std::string_view> pieces(std::string& owned) && {
+        flush();
+        owned = std::move(out_);
+        std::vector<std::string_view> pieces;
+        pieces.reserve(segments_.size());
+        for (const Segment& g : segments_) pieces.emplace_back(g.at ? g.at : owned.data() + g.offset, g.size);
+        return pieces;
+    }
 
 private:
     static constexpr char kHeader[] = "# sitegen manifest v1: sha256, mode, path relative to this directory\n";
+    // A piece of the text: `size` bytes at `at` (a run of another text), or at `offset` in out_.
+    struct Segment {
+        const char* at = nullptr;
+        size_t offset = 0, size = 0;
+    };
+    void own(std::string_view bytes) {
+        if (refer_runs_) {
+            if (!segments_.empty() && !segments_.back().at) segments_.back().size += bytes.size();
+            else segments_.push_back({nullptr, out_.size(), bytes.size()});
+        }
+        out_ += bytes;
+    }
     void flush() {
-        if (run_) out_.append(run_, run_end_);
+        if (run_ && refer_runs_) segments_.push_back({run_, 0, static_cast<size_t>(run_end_ - run_)});
+        else if (run_) out_.append(run_, run_end_);
         run_ = run_end_ = nullptr;
     }
+    bool refer_runs_ = false;
     std::string out_;
+    std::vector<Segment> segments_;  // (with refer_runs_)
     const char* run_ = nullptr;  // the run of lines to copy, up to run_end_
     const char* run_end_ = nullptr;
 };
@@ -213,11 +241,11 @@ namespace {
 
 // How the journal names a root's new manifest: by the stat of the staged file ("file:" inode,
 // size, mtime: a manifest is written anew by each publish, never in place, and a swap moves it
-// whole), or, where the file system gives no inode (or the stat is missing), by the SHA-256 of
-// `text`. (A stat costs nothing; the hash of a 2,000-stack tree's 3.8 MB manifest took ~2 ms
-// of a rebuild's tail.)
-std::string manifest_identity(const FileStat* staged, const std::string& text) {
-    if (!staged || staged->ino == 0) return sha256_hex(text);
+// whole), or, where the file system gives no inode (or the stat is missing), by the SHA-256
+// of its bytes (`text_hash`). (A stat costs nothing; the hash of a 2,000-stack tree's 3.8 MB
+// manifest took ~2 ms of a rebuild's tail.)
+std::string manifest_identity(const FileStat* staged, const std::function<std::string()>& text_hash) {
+    if (!staged || staged->ino == 0) return text_hash();
     return "file:" + std::to_string(staged->ino) + ":" + std::to_string(staged->size) + ":" +
            std::to_string(staged->mtime_ns);
 }
@@ -228,7 +256,7 @@ bool is_promised_manifest(FileSystem& fs, const std::string& dir, const std::str
     TreeEntry e;
     if (!fs.entry(dir + "/" + kManifestName, e) || e.type != TreeEntry::Type::file) return false;
     const FileStat stat = stat_of(e);
-    return manifest_identity(&stat, text) == identity;
+    return manifest_identity(&stat, [&] { return sha256_hex(text); }) == identity;
 }
 
 }  // namespace
@@ -1131,11 +1159,11 @@ bool Publisher::compare_live(Root& r, PublishReport& report, Diagnostics& diags,
 
 // The manifest of a root's new tree: its `fresh` files and its kept ones (marked on the live
 // records, which the scan listed in path order), merged in path order as manifest_of sorts.
-std::string Publisher::manifest_of_root(const Root& r) {
+Publisher::ManifestText Publisher::manifest_of_root(const Root& r) {
     const TraceSpan span("manifest_text");
     std::vector<ManifestRow> fresh;
     fresh.reserve(r.fresh.size());
-    size_t bytes = r.old_text.size();  // (about the kept files' lines: most of a rebuild's)
+    size_t bytes = 0;  // (the fresh rows': the kept files' lines are views into the live manifest)
     for (const auto& [rel, want] : r.fresh)
         if (rel != kManifestName) {
             fresh.push_back({rel, want.hash, want.mode});
@@ -1143,7 +1171,7 @@ std::string Publisher::manifest_of_root(const Root& r) {
         }
     std::sort(fresh.begin(), fresh.end());
     // The fresh rows and the live files kept as they are (the entries, in path order) merged.
-    ManifestWriter w(bytes);
+    ManifestWriter w(bytes, true);
     auto next = fresh.begin();
     for (size_t i = 0; i < r.entries.size(); ++i) {
         const Root::Live* live = r.live_of[i];
@@ -1153,7 +1181,26 @@ std::string Publisher::manifest_of_root(const Root& r) {
         w.add({path, hash, live->was->mode, written_line(r.old_text, hash, live->was->mode, path)});
     }
     for (; next != fresh.end(); ++next) w.add(*next);
-    return std::move(w).text();
+    ManifestText text;
+    text.pieces = std::move(w).pieces(text.owned);
+    for (const auto piece : text.pieces) text.size += piece.size();
+    return text;
+}
+
+bool Publisher::ManifestText::operator==(std::string_view other) const {
+    if (size != other.size()) return false;
+    size_t at = 0;
+    for (const auto piece : pieces) {
+        if (piece != other.substr(at, piece.size())) return false;
+        at += piece.size();
+    }
+    return true;
+}
+
+std::string Publisher::ManifestText::hash() const {
+    Sha256 h;
+    for (const auto piece : pieces) h.update(piece);
+    return h.hex();
 }
 
 bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
@@ -1167,7 +1214,7 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
     const std::string& out = options_.out_dir;
     std::vector<Root*> to_swap;
     struct NewManifest {
-        std::string text;
+        ManifestText text;
     };
     std::map<std::string, NewManifest> manifests;  // by root
     for (Root& r : state_) {
@@ -1193,7 +1240,7 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
                            r.dir_stats_found = true;
                        }
                    });
-        if (live_manifest && r.old_text == manifest.text && live_manifest->mode == 0644) {
+        if (live_manifest && manifest.text == r.old_text && live_manifest->mode == 0644) {
             own_manifest.present = true;
             report.manifest_stats[root] = stat_of(*live_manifest);
         } else if (live_manifest) {
@@ -1278,7 +1325,7 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
                 if (!r->fresh_dirs.count(dir)) ok = ok && remove(dir);
             const std::string to = r->staged + "/" + kManifestName;
             r->touch(kManifestName);
-            ok = ok && fs_.write(to, manifests[r->root].text, false, error);
+            ok = ok && fs_.write_pieces(to, manifests[r->root].text.pieces, error);
             report.manifest_stats.erase(r->root);  // (the live one's, if compare_live noted it: the journal names this one)
             TreeEntry e;
             if (ok && fs_.entry(to, e)) report.manifest_stats[r->root] = stat_of(e);
@@ -1308,8 +1355,9 @@ bool Publisher::finish(PublishReport& report, Diagnostics& diags) {
     std::string journal;
     for (Root* r : to_swap) {
         const auto staged = report.manifest_stats.find(r->root);
+        const ManifestText& text = manifests[r->root].text;
         journal += manifest_identity(staged == report.manifest_stats.end() ? nullptr : &staged->second,
-                                     manifests[r->root].text) +
+                                     [&] { return text.hash(); }) +
                    " " + r->root + "\n";
     }
     if (!fs_.write(join(out, kJournalName), journal, false, error)) {

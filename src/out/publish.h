@@ -183,7 +183,16 @@ private:
     struct KeptTally;
     bool place_kept(Root& root, std::string_view path, const void* found, KeptTally& tally);
     void count_kept(KeptTally& tally);
-    static std::string manifest_of_root(const Root& root);
+    // A root's new manifest text: pieces in order (views into the live manifest's text for
+    // the kept files' runs of lines, and into `owned`).
+    struct ManifestText {
+        std::string owned;
+        std::vector<std::string_view> pieces;
+        size_t size = 0;
+        bool operator==(std::string_view other) const;  // the same bytes
+        std::string hash() const;                         // SHA-256 of the bytes, hex
+    };
+    static ManifestText manifest_of_root(const Root& root);
     void known_dir_stats(const std::vector<Root*>& swapped, PublishReport& report) const;
     void root_dir_stats(const Root& r, bool staged, PublishReport& report) const;
     KnownTree known_tree(const Root& r) const;
