@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "out/threads.h"
@@ -638,6 +639,8 @@ private:
     // kernel walks one name, not the whole path), and its mode is set only when the umask
     // or an existing file made it differ.
     // `count` pieces, one after the other, as the file at `path`.
+    static constexpr size_t kMaxIovecs = 1024;  // (IOV_MAX on Linux)
+
     bool write_file(const std::string& path, const std::string_view* pieces, size_t count, bool executable,
                     std::string& error, TreeEntry* written) {
         const std::lock_guard<std::mutex> dirs(dirs_mutex_);  // (its directory's descriptor stays open)
@@ -653,13 +656,34 @@ private:
             ::close(fd);
             return false;
         };
-        for (size_t i = 0; i < count; ++i)
-            for (size_t done = 0; done < pieces[i].size();) {
-                const ssize_t n = ::write(fd, pieces[i].data() + done, pieces[i].size() - done);
-                if (n < 0 && errno == EINTR) continue;
-                if (n < 0) return fail();
-                done += static_cast<size_t>(n);
+        // In batches of up to kMaxIovecs pieces per writev (a manifest or state of many short
+        // pieces is not a write per piece), resumed where a short write stopped.
+        std::vector<iovec> iov;
+        iov.reserve(std::min(count, kMaxIovecs));
+        for (size_t i = 0, offset = 0; i < count;) {  // (the next piece, and how much of it is written)
+            iov.clear();
+            for (size_t k = i, from = offset; k < count && iov.size() < kMaxIovecs; ++k, from = 0)
+                if (pieces[k].size() > from)
+                    iov.push_back({const_cast<char*>(pieces[k].data() + from), pieces[k].size() - from});
+            if (iov.empty()) break;  // (only empty pieces left)
+            const ssize_t n = ::writev(fd, iov.data(), static_cast<int>(iov.size()));
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) return fail();
+            if (n == 0) {
+                errno = EIO;
+                return fail();
             }
+            for (size_t left = static_cast<size_t>(n); i < count && (left > 0 || pieces[i].size() == offset);) {
+                const size_t rest = pieces[i].size() - offset;
+                if (left < rest) {
+                    offset += left;
+                    break;
+                }
+                left -= rest;
+                ++i;
+                offset = 0;
+            }
+        }
         struct stat st;
         if (::fstat(fd, &st) != 0) return fail();
         if ((st.st_mode & 07777) != mode) {

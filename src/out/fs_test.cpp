@@ -593,3 +593,22 @@ TEST_CASE("a written file has its fixed mode and the entry entry() gives, throug
     CHECK_FALSE(disk->write(dir.file("plain/f"), "x", false, error));
     CHECK(error.find("plain") != std::string::npos);
 }
+
+TEST_CASE("write_pieces writes many pieces, empty and large ones among them, as their concatenation", "[fs]") {
+    // (More pieces than one writev takes: a manifest or state of many short runs.)
+    TempDir dir("fs-pieces");
+    std::vector<std::string> owned;
+    for (int i = 0; i < 3000; ++i) owned.push_back(i % 7 == 0 ? std::string() : "line " + std::to_string(i) + "\n");
+    owned.push_back(std::string(3 << 20, 'x'));  // (3 MB: a write may take it in parts)
+    owned.push_back("end\n");
+    owned.push_back("");
+    std::vector<std::string_view> pieces(owned.begin(), owned.end());
+    std::string joined;
+    for (const auto& p : owned) joined += p;
+    auto disk = make_disk_fs();
+    std::string error;
+    REQUIRE(disk->write_pieces(dir.file("out"), pieces, error));
+    CHECK(sitegen::test::read_file(dir.file("out")) == joined);
+    REQUIRE(disk->write_pieces(dir.file("empty"), {}, error));
+    CHECK(sitegen::test::read_file(dir.file("empty")).empty());
+}
