@@ -1029,11 +1029,7 @@ Result run_build(FileSystem& fs, const Request& request) {
             spares_or_kept(live_looked);
             // Then, while the look goes on, this thread takes slices of its stats (the look's
             // thread posts them, share_out_helped) instead of waiting for it idle.
-            while (!live_looked.load(std::memory_order_acquire)) {
-                const unsigned seen = helpers_epoch();
-                if (help_posted() || live_looked.load(std::memory_order_acquire)) continue;
-                wait_for_helpers_epoch(seen);
-            }
+            help_posted_until(live_looked);
         }
     };
     const auto prepare_and_look = [&] {

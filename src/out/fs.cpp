@@ -273,9 +273,7 @@ bool scan_known_into(int root, const KnownTree& known, std::vector<TreeEntry>& o
     // is kept), the slots of the files not there then closed up, and what was read after them.
     // `out` is reserved for all of them: no entry is moved to a larger array (on a rebuild of
     // 2,000 stacks, 26,000 entries, whose fresh pages cost more than the stats' bookkeeping).
-    size_t dirs_kept = 0;
-    for (size_t i = 0; i < n; ++i) dirs_kept += exists[i] && !known.dirs[i].path.empty() && trusted_dir(parent_of(known.dirs[i].path));
-    out.reserve(out.size() + dirs_kept + known.files.size() + read_entries.size());
+    out.reserve(out.size() + n + known.files.size() + read_entries.size());  // (room left unused is never touched)
     for (size_t i = 0; i < n; ++i)
         if (exists[i] && !known.dirs[i].path.empty() && trusted_dir(parent_of(known.dirs[i].path)))
             out.push_back(entry_of(std::string(known.dirs[i].path), now[i]));

@@ -138,15 +138,13 @@ std::string_view written_line(std::string_view text, std::string_view hash, unsi
     return line;
 }
 
-// A manifest's text, row by row in path order. (Rows whose lines another text holds one after
-// the other are copied from there at once: a one-stack rebuild of 2,000 stacks copies a 3.7 MB
-// manifest in a few runs instead of writing 26,000 lines.)
+// A manifest's text, row by row in path order, as pieces. (Rows whose lines another text
+// holds one after the other are a view of them there: a one-stack rebuild of 2,000 stacks
+// takes a 3.7 MB manifest in a few runs instead of writing 26,000 lines; the other rows are
+// written into a buffer of the writer's own.)
 class ManifestWriter {
 public:
-    // `bytes`: about the text's size (what the writer itself holds, with `refer_runs`);
-    // `refer_runs`: the runs are kept as views into the text that holds them (pieces()), not
-    // copied.
-    explicit ManifestWriter(size_t bytes, bool refer_runs = false) : refer_runs_(refer_runs) {
+    explicit ManifestWriter(size_t bytes) {  // (`bytes`: about the size of the rows it writes)
         out_.reserve(sizeof kHeader - 1 + bytes);
         own(kHeader);
     }
@@ -166,12 +164,8 @@ public:
         own(row.path);
         own("\n");
     }
-    std::string text() && {
-        flush();
-        return std::move(out_);
-    }
-    // The text as pieces, in order (with `refer_runs`): the runs as views into the text that
-    // holds them, the rest into `owned`, which keeps it.
+    // The pieces, in order: the runs as views into the text that holds them, the rest into
+    // `owned`, which keeps it.
     std::vector<std::string_view> pieces(std::string& owned) && {
         flush();
         owned = std::move(out_);
@@ -179,6 +173,15 @@ public:
         pieces.reserve(segments_.size());
         for (const Segment& g : segments_) pieces.emplace_back(g.at ? g.at : owned.data() + g.offset, g.size);
         return pieces;
+    }
+    // The text whole (where no row has a line elsewhere, the writer's own buffer as it is).
+    std::string text() && {
+        std::string owned;
+        const std::vector<std::string_view> parts = std::move(*this).pieces(owned);
+        if (parts.size() == 1 && parts.front().data() == owned.data()) return owned;
+        std::string joined;
+        for (const auto part : parts) joined += part;
+        return joined;
     }
 
 private:
@@ -189,21 +192,17 @@ private:
         size_t offset = 0, size = 0;
     };
     void own(std::string_view bytes) {
-        if (refer_runs_) {
-            if (!segments_.empty() && !segments_.back().at) segments_.back().size += bytes.size();
-            else segments_.push_back({nullptr, out_.size(), bytes.size()});
-        }
+        if (!segments_.empty() && !segments_.back().at) segments_.back().size += bytes.size();
+        else segments_.push_back({nullptr, out_.size(), bytes.size()});
         out_ += bytes;
     }
     void flush() {
-        if (run_ && refer_runs_) segments_.push_back({run_, 0, static_cast<size_t>(run_end_ - run_)});
-        else if (run_) out_.append(run_, run_end_);
+        if (run_) segments_.push_back({run_, 0, static_cast<size_t>(run_end_ - run_)});
         run_ = run_end_ = nullptr;
     }
-    bool refer_runs_ = false;
     std::string out_;
-    std::vector<Segment> segments_;  // (with refer_runs_)
-    const char* run_ = nullptr;  // the run of lines to copy, up to run_end_
+    std::vector<Segment> segments_;
+    const char* run_ = nullptr;  // the run of lines to take, up to run_end_
     const char* run_end_ = nullptr;
 };
 
@@ -1171,7 +1170,7 @@ Publisher::ManifestText Publisher::manifest_of_root(const Root& r) {
         }
     std::sort(fresh.begin(), fresh.end());
     // The fresh rows and the live files kept as they are (the entries, in path order) merged.
-    ManifestWriter w(bytes, true);
+    ManifestWriter w(bytes);
     auto next = fresh.begin();
     for (size_t i = 0; i < r.entries.size(); ++i) {
         const Root::Live* live = r.live_of[i];

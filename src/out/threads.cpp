@@ -47,9 +47,19 @@ void wake_helpers() {
     epoch.notify_all();
 }
 
-unsigned helpers_epoch() { return epoch.load(std::memory_order_acquire); }
-
-void wait_for_helpers_epoch(unsigned seen) { epoch.wait(seen, std::memory_order_acquire); }
+size_t help_posted_until(const std::atomic<bool>& done) {
+    size_t helped = 0;
+    while (!done.load(std::memory_order_acquire)) {
+        const unsigned seen = epoch.load(std::memory_order_acquire);  // (before looking: a post or wake after it ends the wait)
+        if (help_posted()) {
+            ++helped;
+            continue;
+        }
+        if (done.load(std::memory_order_acquire)) break;
+        epoch.wait(seen, std::memory_order_acquire);
+    }
+    return helped;
+}
 
 void share_out_helped(size_t count, const std::function<void(size_t)>& work) {
     PostedWork w;

@@ -91,11 +91,10 @@ void share_out_helped(size_t count, const std::function<void(size_t)>& work);
 // Takes items of the work posted now until none is left; false when it took none (none is
 // posted, or every item of it is taken).
 bool help_posted();
-// A helper's wait: helpers_epoch() before it looks for work and checks what it waits for,
-// then wait_for_helpers_epoch(seen), which returns once work is posted or wake_helpers() is
-// called (by whoever makes that wait end: it calls it after setting its flag).
-unsigned helpers_epoch();
-void wait_for_helpers_epoch(unsigned seen);
+// Until `done` is set, takes items of whatever work is posted, else waits for work to be
+// posted or for wake_helpers() (whoever sets `done` calls it after: WakeHelpersOnExit).
+// Returns how many times it took items.
+size_t help_posted_until(const std::atomic<bool>& done);
 void wake_helpers();
 
 // Sets no flag: wake_helpers() when it goes out of scope (declared before the SetOnExit of
