@@ -985,8 +985,9 @@ Result run_build(FileSystem& fs, const Request& request) {
     std::atomic<bool> heads_ready{false};
     // Below four CPUs the two threads then share the spares' look and finding the kept stacks
     // (the sites keyed, the live roots looked at): whichever is free first looks at the spares
-    // (the longer of the two: ~6,000 directory stats at 2,000 stacks), the other finds them.
-    std::atomic<bool> keyed{false}, live_looked{false}, spares_taken{false};
+    // (the longer of the two: ~6,000 directory stats at 2,000 stacks), the other finds them,
+    // then takes slices of those stats (share_out_helped) until the spares are looked at.
+    std::atomic<bool> keyed{false}, live_looked{false}, spares_taken{false}, spares_looked{false};
     bool kept_beside = false;  // (set before `keyed`: whether the two threads share them so)
     const auto find_kept = [&] {
         for (size_t s = 0; s < sites.size(); ++s)
@@ -997,11 +998,15 @@ Result run_build(FileSystem& fs, const Request& request) {
     // here, the kept stacks for the second once `other`, the other thread's part, is done.)
     const auto spares_or_kept = [&](const std::atomic<bool>& other) {
         if (!spares_taken.exchange(true)) {
+            const WakeHelpersOnExit wake;  // (after `looked` is set, also when the look throws)
+            const SetOnExit looked{spares_looked};
             publisher.look_spares(spares_ready.load(std::memory_order_acquire));
             return;
         }
         other.wait(false, std::memory_order_acquire);
-        if (kept_beside) find_kept();
+        if (!kept_beside) return;
+        find_kept();
+        help_posted_until(spares_looked);
     };
     const auto load_check_and_key = [&] {
         {

@@ -534,14 +534,22 @@ public:
         const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) return false;
         std::atomic<bool> same{true};
-        share_out_slices(entries.size(), 512, threads, [&](size_t i, unsigned) {
+        const auto check = [&](size_t i) {
             const TreeEntry& e = entries[i];
             if (e.type != TreeEntry::Type::dir || !same.load(std::memory_order_relaxed)) return;
             struct stat st;
             if (e.path.empty() || e.path[0] == '/' ||  // (as entry(dir + "/" + path): below `dir`)
                 ::fstatat(fd, e.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !dir_as_recorded(st, e))
                 same.store(false, std::memory_order_relaxed);
-        });
+        };
+        constexpr size_t kSlice = 512;
+        if (threads > 1) {
+            share_out_slices(entries.size(), kSlice, threads, [&](size_t i, unsigned) { check(i); });
+        } else {
+            share_out_helped((entries.size() + kSlice - 1) / kSlice, [&](size_t s) {
+                for (size_t i = s * kSlice; i < std::min(entries.size(), (s + 1) * kSlice); ++i) check(i);
+            });
+        }
         ::close(fd);
         return same.load();
     }

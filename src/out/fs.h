@@ -137,7 +137,9 @@ public:
     // passed over) is still a directory with the size, mtime, inode and mode it holds, as
     // entry() of each would tell; false at the first that is not. On disk each is statted from
     // `dir`'s descriptor (a publish's spare has 6,000: no walk from / and no path made for each),
-    // in slices on up to `threads` threads. The default asks entry().
+    // in slices on up to `threads` threads (with one, a thread in help_posted() may take slices:
+    // below four CPUs the build's other thread, once it has found the kept stacks). The default
+    // asks entry().
     virtual bool same_dirs(const std::string& dir, const std::vector<TreeEntry>& entries, unsigned threads);
     // Immediate subdirectories of `dir`, sorted.
     virtual std::vector<std::string> list_dirs(const std::string& dir) = 0;

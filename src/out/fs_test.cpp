@@ -509,6 +509,32 @@ TEST_CASE("the directories of a recorded tree are the same while nothing is adde
     CHECK(!disk->same_dirs(t, only_bin, 1));
 }
 
+TEST_CASE("the directories of a recorded tree, checked on one thread joined by another that helps", "[fs]") {
+    // (As below four CPUs: the build's thread, done finding the kept stacks, takes slices of
+    // the spare's directory stats, help_posted; the answer is the one thread's.)
+    TempDir dir("fs-same-dirs-helped");
+    const std::string t = dir.file("t");
+    for (int v = 0; v < 3000; ++v) dir.write("t/software/p/" + std::to_string(v) + "/bin/f", "x");
+    const RecordedTree recorded(t);
+    std::atomic<bool> done{false};
+    std::atomic<size_t> helped{0};
+    std::thread helper([&] { helped.store(help_posted_until(done)); });
+    auto disk = make_disk_fs();
+    bool same = true;
+    for (int round = 0; round < 20; ++round) same = same && disk->same_dirs(t, recorded.entries, 1);  // (the helper joins some)
+    std::vector<TreeEntry> one_changed = recorded.entries;
+    for (auto& e : one_changed)
+        if (e.path == "software/p/2999/bin") e.mtime_ns += 1;  // (in the last slice)
+    bool changed_seen = true;
+    for (int round = 0; round < 20; ++round) changed_seen = changed_seen && !disk->same_dirs(t, one_changed, 1);
+    done.store(true);
+    wake_helpers();
+    helper.join();
+    CHECK(helped.load() > 0);  // (the helper took slices in some round)
+    CHECK(same);
+    CHECK(changed_seen);
+}
+
 TEST_CASE("directories are made 0755 whatever the umask, and removal gets through locked ones", "[fs]") {
     TempDir dir("fs-test");
     TempDir outside("fs-outside");
