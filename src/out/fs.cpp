@@ -296,8 +296,7 @@ bool scan_known_into(int root, const KnownTree& known, std::vector<TreeEntry>& o
         }
     };
     const size_t slices = (known.files.size() + kSlice - 1) / kSlice;
-    if (threads > 1) share_out(slices, threads, [&](size_t s, unsigned) { stat_slice(s); });
-    else share_out_helped(slices, stat_slice);
+    share_out_or_helped(slices, threads, stat_slice);
     size_t kept = files_at;
     for (size_t i = 0; i < found.size(); ++i)
         if (found[i] && kept++ != files_at + i) out[kept - 1] = std::move(out[files_at + i]);
@@ -543,13 +542,9 @@ public:
                 same.store(false, std::memory_order_relaxed);
         };
         constexpr size_t kSlice = 512;
-        if (threads > 1) {
-            share_out_slices(entries.size(), kSlice, threads, [&](size_t i, unsigned) { check(i); });
-        } else {
-            share_out_helped((entries.size() + kSlice - 1) / kSlice, [&](size_t s) {
-                for (size_t i = s * kSlice; i < std::min(entries.size(), (s + 1) * kSlice); ++i) check(i);
-            });
-        }
+        share_out_or_helped((entries.size() + kSlice - 1) / kSlice, threads, [&](size_t s) {
+            for (size_t i = s * kSlice; i < std::min(entries.size(), (s + 1) * kSlice); ++i) check(i);
+        });
         ::close(fd);
         return same.load();
     }

@@ -120,4 +120,9 @@ unsigned lone_stat_threads() {
     return std::min(threads_from_env().value_or(cpus), 4u);
 }
 
+void share_out_or_helped(size_t count, unsigned threads, const std::function<void(size_t)>& work) {
+    if (threads > 1) share_out(count, threads, [&](size_t i, unsigned) { work(i); });
+    else share_out_helped(count, work);
+}
+
 }  // namespace sitegen

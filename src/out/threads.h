@@ -88,6 +88,9 @@ void share_out_slices(size_t count, size_t slice, unsigned threads, Work&& work)
 // rethrows the exception of the first item, by index, that threw). One work is posted at a
 // time: posted while another is, it runs on the calling thread alone.
 void share_out_helped(size_t count, const std::function<void(size_t)>& work);
+// work(i) for every i in [0, count): shared out on `threads` threads (share_out) when there
+// are more than one, else share_out_helped (a thread in help_posted() may take items).
+void share_out_or_helped(size_t count, unsigned threads, const std::function<void(size_t)>& work);
 // Takes items of the work posted now until none is left; false when it took none (none is
 // posted, or every item of it is taken).
 bool help_posted();
